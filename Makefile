@@ -1,0 +1,34 @@
+# Two commands do all the set-up on a fresh machine:  `make run`  and  `make test`.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+# The CPU wheel of torch; an unpinned torch would download a multi-GB CUDA build.
+TORCH  ?= torch==2.13.0
+export RAY_USAGE_STATS_ENABLED=0
+export HF_HUB_OFFLINE=1
+export TOKENIZERS_PARALLELISM=false
+
+.PHONY: run test install bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet "$(TORCH)"
+	$(PY) -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# The main job on the embedded synthetic catalog and generated benchmark; no API key needed.
+run: $(STAMP)
+	$(PY) -m ecab.run $(ARGS)
+
+test: $(STAMP)
+	$(PY) -m pytest -q $(ARGS)
+
+bench: $(STAMP)
+	$(PY) -m ecab.bench.search
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

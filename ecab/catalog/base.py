@@ -1,0 +1,61 @@
+"""The catalog contract every stage reads through (tools, construction, judge, runners).
+
+`CatalogReader` is what a LanceDB-backed catalog (store.py) offers, sharded or not, local or behind a Ray
+actor. Sources (synthetic.py, amazon.py) produce `CatalogBatch`es that a store is built from.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator, Protocol, runtime_checkable
+
+from ecab.schema import Product, Review
+
+
+@dataclass
+class CatalogBatch:
+    """A slice of a catalog source: some products and the reviews of those products."""
+
+    products: list[Product] = field(default_factory=list)
+    reviews: list[Review] = field(default_factory=list)
+
+
+@dataclass
+class SearchHit:
+    product_id: str
+    title: str
+    score: float = 0.0
+
+
+@dataclass
+class SearchPage:
+    """One page of results; `total` is the true number of matches under the mode's matching rule."""
+
+    hits: list[SearchHit]
+    total: int
+
+
+@runtime_checkable
+class CatalogReader(Protocol):
+    fingerprint: str
+
+    def count(self) -> int: ...
+
+    def get_product(self, product_id: str) -> Product | None: ...
+
+    def get_products(self, product_ids: list[str]) -> list[Product]:
+        """In input order; unknown ids dropped."""
+
+    def get_reviews(self, product_id: str, limit: int = 20) -> list[Review]:
+        """The product's reviews in stored order."""
+
+    def search_reviews(self, product_id: str, query: str, limit: int = 5) -> list[Review]:
+        """Best-matching reviews of that one product only."""
+
+    def search(self, query: str, *, limit: int = 20, offset: int = 0, mode: str | None = None,
+               where: str | None = None) -> SearchPage:
+        """mode: "hybrid" (default), "fts", "vector" or "original" (title-only AND, SPEC §1.4)."""
+
+    def store_products(self, store: str, *, limit: int = 20, offset: int = 0) -> SearchPage:
+        """Exact, case-sensitive store match, stable order, true total."""
+
+    def iter_products(self, batch_size: int = 1024) -> Iterator[list[Product]]: ...

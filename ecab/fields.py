@@ -1,0 +1,124 @@
+"""The catalog's detail-field vocabulary (SPEC §5.2), shared by the catalog, construction, tools and judge.
+
+One table of canonical detail keys and their alias spellings, so that every stage reads a product's
+`details` the same way. `lookup_detail` is the single alias-aware, case-insensitive accessor.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+GENERAL_FIELDS = ["Brand", "Color", "Material", "Style", "Size", "Special Feature", "Number of Items",
+                  "Age Range (Description)"]
+BEAUTY_FIELDS = ["Item Form", "Hair Type", "Skin Type", "Scent", "Finish Type", "Product Benefits",
+                 "Material Feature"]
+ELECTRONICS_FIELDS = ["Form Factor", "Connectivity Technology", "Connector Type", "Compatible Phone Models",
+                      "Compatible Devices", "Screen Size", "Pattern", "Mounting Type", "Shell Type"]
+COMPUTER_FIELDS = ["Operating System", "RAM", "Hard Drive", "Processor", "Graphics Coprocessor",
+                   "Wireless Type", "Computer Memory Type", "Memory Storage Capacity", "Hardware Platform"]
+CAMERA_FIELDS = ["Lens Type", "Video Capture Resolution", "Water Resistance Level"]
+CROSS_FIELDS = ["Power Source", "Recommended Uses For Product"]
+OFFICE_FIELDS = ["Ink Color", "Shape", "Sheet Size", "Closure", "Point Type"]
+
+# The 43 candidate detail keys, in the original's order.
+DETAIL_FIELDS: list[str] = (GENERAL_FIELDS + BEAUTY_FIELDS + ELECTRONICS_FIELDS + COMPUTER_FIELDS
+                            + CAMERA_FIELDS + CROSS_FIELDS + OFFICE_FIELDS)
+
+# Raw spelling found in Amazon metadata -> canonical key (read when the canonical key is missing).
+FIELD_NAME_ALIASES: dict[str, str] = {
+    "Special features": "Special Feature",
+    "Material Type": "Material",
+    "Standing screen display size": "Screen Size",
+    "Connectivity technologies": "Connectivity Technology",
+    "Number Of Items": "Number of Items",
+    "OS": "Operating System",
+    "Ram Memory Installed Size": "RAM",
+    "Wireless Communication Technology": "Wireless Type",
+    "Processor Brand": "Processor",
+}
+
+ALIASES_BY_CANONICAL: dict[str, list[str]] = {}
+for _raw, _canon in FIELD_NAME_ALIASES.items():
+    ALIASES_BY_CANONICAL.setdefault(_canon, []).append(_raw)
+
+NEGATIVE_ATTRIBUTE_FIELDS = frozenset([
+    "Brand", "Color", "Material", "Style", "Item Form", "Hair Type", "Skin Type", "Scent", "Finish Type",
+    "Product Benefits", "Material Feature", "Form Factor", "Connectivity Technology", "Connector Type",
+    "Pattern", "Mounting Type", "Shell Type", "Operating System", "Wireless Type", "Power Source",
+    "Ink Color", "Shape", "Closure", "Point Type"])
+
+MULTI_OPTION_FIELDS = frozenset([
+    "Material", "Color", "Style", "Item Form", "Hair Type", "Skin Type", "Scent", "Finish Type",
+    "Product Benefits", "Material Feature", "Form Factor", "Connectivity Technology", "Connector Type",
+    "Compatible Devices", "Compatible Phone Models", "Pattern", "Ink Color", "Recommended Uses For Product",
+    "Power Source", "Wireless Type", "Computer Memory Type"])
+
+WEAK_METADATA_FIELDS = frozenset([
+    "Material Feature", "Style", "Finish Type", "Special Feature", "Product Benefits", "Pattern",
+    "Mounting Type", "Recommended Uses For Product", "Hardware Platform"])
+
+IMPLICIT_ELIGIBLE_FIELDS = frozenset([
+    "Material", "Special Feature", "Style", "Skin Type", "Hair Type", "Item Form", "Product Benefits",
+    "Finish Type", "Material Feature", "Scent", "Form Factor", "Connectivity Technology", "Connector Type",
+    "Pattern", "Mounting Type", "Operating System", "RAM", "Hard Drive", "Processor", "Wireless Type",
+    "Lens Type", "Power Source", "Recommended Uses For Product", "Ink Color"])
+
+RATING_NUMBER_BUCKETS = [10, 20, 50, 100, 200, 500, 1000, 2000, 5000]
+PRICE_BUCKETS = [5, 10, 15, 20, 25, 30, 40, 50, 75, 100, 150, 200, 300, 500, 1000]
+
+MIN_IMPLICIT_COUNT_BY_INTENT = {
+    "knowledge_reasoning": 3, "use_case_scenario": 3, "feature_combination": 3,
+    "product_search": 2, "rating_quality": 2, "coupon_budget": 2, "negative_constraint": 2,
+    "review_driven": 2, "comparison_selection": 2,
+}
+
+INTENTS = ["product_search", "knowledge_reasoning", "rating_quality", "feature_combination",
+           "negative_constraint", "use_case_scenario", "coupon_budget", "review_driven"]
+
+SAFE_NOISE_FIELDS = {
+    "demographics": ("gender", "age_range", "location", "occupation", "education_level"),
+    "lifestyle": ("hobbies", "daily_routine", "fitness_level", "dietary_preference", "commute_method", "pets"),
+    "shopping_habits": ("payment_method", "shopping_frequency", "preferred_device", "preferred_platform",
+                        "return_frequency"),
+}
+
+PERSONA_FIELD_MAPPING = {
+    "Brand": "brand_preference", "Color": "color_preference", "Material": "material_need",
+    "Style": "style_preference", "Size": "size_preference", "Skin Type": "skin_type", "Hair Type": "hair_type",
+    "Item Form": "form_preference", "Scent": "scent_preference", "Finish Type": "finish_preference",
+    "Form Factor": "form_factor_preference", "Shell Type": "case_type_preference",
+    "Compatible Devices": "device_compatibility", "Compatible Phone Models": "phone_model_compatibility",
+    "Operating System": "os_preference", "RAM": "ram_requirement", "Hard Drive": "storage_preference",
+    "Processor": "processor_preference", "Wireless Type": "wireless_preference",
+    "Memory Storage Capacity": "storage_capacity_preference", "Lens Type": "lens_preference",
+    "Water Resistance Level": "water_resistance_need", "Power Source": "power_source_preference",
+    "price": "budget",
+}
+
+
+def persona_key(field: str) -> str:
+    """The `product_requirements` key for a rubric field (bare name, `details.` stripped)."""
+    bare = field.split(".", 1)[1] if field.startswith("details.") else field
+    return PERSONA_FIELD_MAPPING.get(bare, bare.lower().replace(" ", "_"))
+
+
+def canonical_field(key: str) -> str:
+    """Canonical spelling of a detail key ("OS" -> "Operating System"); unknown keys pass through."""
+    return FIELD_NAME_ALIASES.get(key, key)
+
+
+def lookup_detail(details: Mapping[str, Any] | None, field: str) -> Any:
+    """The value of detail `field` (canonical name, `details.` prefix allowed), alias-aware and
+    case-insensitive; None when absent or empty. The canonical spelling wins over an alias."""
+    if not details:
+        return None
+    name = field.split(".", 1)[1] if field.startswith("details.") else field
+    name = canonical_field(name)
+    wanted = [name, *ALIASES_BY_CANONICAL.get(name, [])]
+    lowered = {str(k).lower(): v for k, v in details.items()}
+    for key in wanted:
+        value = details.get(key)
+        if value in (None, "", [], {}):
+            value = lowered.get(key.lower())
+        if value not in (None, "", [], {}):
+            return value
+    return None
