@@ -1,0 +1,381 @@
+"""The mechanical judge: every rubric type decided by rule over a Product (SPEC §4.2-§4.4, §8 items 11-15).
+
+One module serves both the evaluation judge and task construction's validation ("the target satisfies
+every rubric", "how many catalog products satisfy every rubric"), so it is pure Python over a Product,
+deterministic, and does no I/O; review_opinion gets its reviews passed in and is decided by the
+embedding ReviewChecker of review.py.
+
+The exact rule per type (normalization and phrase matching are in normalize.py):
+
+- attribute_match (`details.<Key>`): the value is read with the alias-aware, case-insensitive
+  `ecab.fields.lookup_detail` ("OS" answers for Operating System). Satisfied when the normalized expected
+  value occurs in the normalized product value on token boundaries, or equals the whole value or one of
+  its options once spaces are ignored. A multi-valued value (comma, semicolon, slash, pipe, list, dict)
+  is matched option-wise by the same rule. Hence "Nylon" is in "Nylon, Silicone", "USB" is in "USB-C"
+  (the product is more specific than the requirement), but "USB-C" is not in "USB" and "wired" is not in
+  "wireless". When the details key is absent or its value does not match, the features bullets are read:
+  only a bullet that contains the whole normalized expected phrase counts (a precise equivalent; the
+  requirement is never broadened); a value shorter than 4 characters ("All", "Mac") counts only in a
+  bullet that also names the field ("suitable for all skin types") or, for a capitalised acronym ("TPU",
+  "PC"), where the bullet writes it in capitals too; and a purely numeric value ("1",
+  "50") never counts from prose ("1 AC adapter and 1 power cord", "5 feet").
+- negative_attribute: `expected_value` lists excluded values. Satisfied iff the field's value overlaps
+  none of them, where overlap means either side is a phrase of the other ("blue-green" vs "blue" and
+  "Bluetooth" vs "Bluetooth 5.0" both overlap). `[]` excludes nothing (the original's persona and
+  clarification negatives): satisfied when the field exists. A missing field is NOT satisfied whatever
+  the list, following the original judge's "ambiguous or missing -> not satisfied".
+- numeric_range (average_rating, rating_number, price): `schema.NumericRange.contains`, every shape;
+  a null or non-numeric value is not satisfied. Comparisons are exact, so a price equal to a strict
+  "<" cap fails.
+- budget_match: `voucher.apply(price) <= budget + 0.005` (the voucher rules applied to this product's
+  own price, never the target's pre-computed price); null price is not satisfied; with no voucher the
+  list price is compared.
+- entity_match (`title`): satisfied when one of `title_span`, `canonical_entity` or `expected_value`
+  occurs as a phrase in the normalized title, or all its keyword tokens (stopwords removed, simple plural
+  strip) are title tokens in any order.
+- store_match: the store equals the expected store, case-insensitively, whitespace collapsed.
+- review_opinion: review.ReviewChecker (embedding similarity against review sentences).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable
+
+from ecab.fields import ALIASES_BY_CANONICAL, canonical_field, lookup_detail
+from ecab.judge.normalize import (
+    compact,
+    contains_phrase,
+    keyword_tokens,
+    normalize,
+    options,
+    phrase_matches_value,
+    value_text,
+)
+from ecab.schema import NumericRange, Product, Review, Rubric, Task, Verdict, Voucher
+
+if TYPE_CHECKING:
+    from ecab.judge.review import ReviewChecker
+
+RULE = "rule"
+EMBEDDING = "embedding"
+NO_PRODUCT = "no_product"
+NO_PRODUCT_REASON = "No valid product recommended"
+BUDGET_TOLERANCE = 0.005  # a budget is stated in cents; float arithmetic must not fail an exact fit
+NUMERIC_FIELDS = ("average_rating", "rating_number", "price")
+# Product attributes a rubric field may name directly (anything else is read from `details`).
+TOP_LEVEL_FIELDS = ("product_id", "title", "main_category", "store", "average_rating", "rating_number", "price",
+                    "features", "description")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one check decided, before it is stamped with the rubric's identity."""
+
+    satisfied: bool | None
+    reasoning: str
+    evidence: str = ""
+    method: str = RULE
+    score: float | None = None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Reading a field
+# ---------------------------------------------------------------------------------------------------------
+
+def _detail_key_used(details: dict[str, Any], field: str, value: Any) -> str:
+    """The key under which `lookup_detail` found `value` (for evidence: shows "OS" when the alias answered)."""
+    wanted = canonical_field(field.split(".", 1)[1] if field.startswith("details.") else field).casefold()
+    same_value = [k for k, v in details.items() if v is value]
+    for key in same_value:
+        if canonical_field(str(key)).casefold() == wanted or str(key).casefold() == wanted:
+            return str(key)
+    return str(same_value[0]) if same_value else field
+
+
+def field_value(product: Product, field: str) -> tuple[str, Any]:
+    """(where it was found, value) for a rubric field; value None when absent or empty."""
+    if not field.startswith("details.") and field in TOP_LEVEL_FIELDS:
+        value = getattr(product, field)
+        return field, (None if value in ("", [], {}) else value)
+    value = lookup_detail(product.details, field)
+    if value is None:
+        return field, None
+    return f"details[{_detail_key_used(product.details, field, value)!r}]", value
+
+
+def _number(value: Any) -> float | None:
+    """A numeric field as float; tolerates "1,234" strings from raw metadata; None when not a number."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        return float(str(value).replace(",", "").strip())
+    except ValueError:
+        return None
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    text = value_text(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Per-type checks
+# ---------------------------------------------------------------------------------------------------------
+
+# Words of a field name too generic to show that a bullet talks about that field.
+_GENERIC_FIELD_WORDS = frozenset({"type", "level", "description", "range", "number", "technology", "feature",
+                                  "special", "product", "recommended", "use", "size", "capacity"})
+
+
+def _field_keywords(field: str) -> set[str]:
+    """Tokens naming a detail field in prose: "Skin Type" -> {"skin"}, "Operating System" -> {"operating",
+    "system", "os"} (aliases included)."""
+    name = canonical_field(field.split(".", 1)[1] if field.startswith("details.") else field)
+    names = [name, *ALIASES_BY_CANONICAL.get(name, [])]
+    return {t for n in names for t in keyword_tokens(n)} - _GENERIC_FIELD_WORDS
+
+
+def _is_number_like(expected_norm: str) -> bool:
+    return compact(expected_norm).replace(",", "").replace(".", "").isdigit()
+
+
+def _is_distinctive(expected_norm: str) -> bool:
+    """A value that does not turn up in a bullet by accident: 4+ characters ("All", "Mac" and "PC" are
+    not distinctive; "Black" and "Waterproof" are)."""
+    return len(compact(expected_norm).replace(",", "")) >= 4
+
+
+def _acronym_pattern(expected: str) -> re.Pattern | None:
+    """For a capitalised short value ("TPU", "PC"), the case-sensitive whole-word pattern that finds it."""
+    raw = expected.strip()
+    if not (raw.isupper() and raw.replace(" ", "").isalnum()):
+        return None
+    return re.compile(r"(?<![A-Za-z0-9])" + re.escape(raw) + r"(?![A-Za-z0-9])")
+
+
+def feature_bullet_stating(field: str, expected: str, features: Iterable[str]) -> str | None:
+    """The first feature bullet that states the expected value as a whole phrase (see the module docstring
+    for short and numeric values), or None."""
+    expected_norm = normalize(expected)
+    if _is_number_like(expected_norm):
+        return None  # "1" in "1 AC adapter and 1 power cord", "5" in "5 feet": counts in prose are ambiguous
+    short = not _is_distinctive(expected_norm)
+    acronym = _acronym_pattern(expected) if short else None
+    keywords = _field_keywords(field) if short else set()
+    for bullet in features:
+        if not isinstance(bullet, str):
+            continue
+        bullet_norm = normalize(bullet)
+        if not contains_phrase(bullet_norm, expected_norm):
+            continue
+        if short and not (keywords & set(keyword_tokens(bullet_norm)) or (acronym and acronym.search(bullet))):
+            continue
+        return bullet
+    return None
+
+
+def check_attribute_match(rubric: Rubric, product: Product) -> Outcome:
+    expected = normalize(rubric.expected_value)
+    if not expected:
+        return Outcome(False, "The rubric's expected value is empty after normalization.")
+    where, value = field_value(product, rubric.field)
+    if value is not None and phrase_matches_value(normalize(value_text(value)), expected):
+        return Outcome(True, f"{where} matches {rubric.expected_value!r}.", f"{where} = {_short(value)!r}")
+    bullet = feature_bullet_stating(rubric.field, str(rubric.expected_value), product.features or [])
+    if bullet is not None:
+        return Outcome(True, f"A feature bullet states {rubric.expected_value!r}.",
+                       f"features: {_short(bullet, 240)!r}")
+    found = f"{where} = {_short(value)!r}" if value is not None else f"{rubric.field} is absent"
+    return Outcome(False, f"{found}, which does not contain {rubric.expected_value!r}, and no feature bullet "
+                          "states it.", found)
+
+
+def _overlaps(value_norm: str, excluded_norm: str) -> bool:
+    """Negative-constraint overlap: either side is a phrase of the other, option-wise."""
+    if phrase_matches_value(value_norm, excluded_norm):
+        return True
+    return any(contains_phrase(excluded_norm, o) or compact(o) == compact(excluded_norm) for o in options(value_norm))
+
+
+def check_negative_attribute(rubric: Rubric, product: Product) -> Outcome:
+    where, value = field_value(product, rubric.field)
+    if value is None:
+        return Outcome(False, f"{rubric.field} is absent, so it cannot be shown to differ from the excluded "
+                              "values (ambiguous or missing counts as not satisfied).", f"{rubric.field} is absent")
+    shown = f"{where} = {_short(value)!r}"
+    value_norm = normalize(value_text(value))
+    for excluded in rubric.expected_value:
+        if normalize(excluded) and _overlaps(value_norm, normalize(excluded)):
+            return Outcome(False, f"{shown} overlaps the excluded value {excluded!r}.", shown)
+    if not any(normalize(e) for e in rubric.expected_value):
+        return Outcome(True, f"Nothing is excluded and {where} is present.", shown)
+    return Outcome(True, f"{shown} differs from every excluded value {list(rubric.expected_value)!r}.", shown)
+
+
+def check_numeric_range(rubric: Rubric, product: Product) -> Outcome:
+    if rubric.field not in NUMERIC_FIELDS:
+        where, raw = field_value(product, rubric.field)
+    else:
+        where, raw = rubric.field, getattr(product, rubric.field)
+    number = _number(raw)
+    if number is None:
+        return Outcome(False, f"{where} is {'missing' if raw is None else repr(raw)}, not a number.",
+                       f"{where} = {raw!r}")
+    ok = NumericRange.contains(rubric.expected_value, number)
+    verb = "satisfies" if ok else "does not satisfy"
+    return Outcome(ok, f"{where} = {raw} {verb} {rubric.expected_value}.", f"{where} = {raw}")
+
+
+def check_budget_match(rubric: Rubric, product: Product, voucher: Voucher | None) -> Outcome:
+    price = _number(product.price)
+    budget = float(rubric.expected_value)
+    if price is None:
+        return Outcome(False, "The product has no price, so the cost after the voucher is unknown.", "price = None")
+    if voucher is None:
+        final, arithmetic = round(price, 2), f"no voucher: final price {price:.2f}"
+    else:
+        final = voucher.apply(price)
+        label = voucher.discount_type if voucher.kind == "simple" else voucher.kind
+        arithmetic = (f"list price {price:.2f} - {label} voucher discount {price - final:.2f} "
+                      f"= {final:.2f}")
+    ok = final <= budget + BUDGET_TOLERANCE
+    evidence = f"{arithmetic} {'<=' if ok else '>'} budget {budget:.2f}"
+    return Outcome(ok, f"Cost after voucher {final:.2f} is {'within' if ok else 'over'} the budget {budget:.2f}.",
+                   evidence)
+
+
+def entity_phrases(rubric: Rubric) -> list[str]:
+    """The phrases that name the entity: title_span, canonical_entity (rubric extras), expected_value."""
+    candidates = [rubric.extras.get("title_span"), rubric.extras.get("canonical_entity"), rubric.expected_value]
+    phrases: list[str] = []
+    for c in candidates:
+        if isinstance(c, str) and c.strip() and c not in phrases:
+            phrases.append(c)
+    return phrases
+
+
+def check_entity_match(rubric: Rubric, product: Product) -> Outcome:
+    title = product.title or ""
+    title_norm = normalize(title)
+    title_tokens = set(keyword_tokens(title))
+    phrases = entity_phrases(rubric)
+    for phrase in phrases:
+        if contains_phrase(title_norm, normalize(phrase)):
+            return Outcome(True, f"The title contains {phrase!r}.", f"title = {_short(title, 240)!r}")
+    for phrase in phrases:
+        tokens = keyword_tokens(phrase)
+        if tokens and all(t in title_tokens for t in tokens):
+            return Outcome(True, f"The title has every keyword of {phrase!r} ({', '.join(tokens)}).",
+                           f"title = {_short(title, 240)!r}")
+    return Outcome(False, f"The title names none of {phrases!r}.", f"title = {_short(title, 240)!r}")
+
+
+def _store_key(text: Any) -> str:
+    return " ".join(str(text or "").split()).casefold()
+
+
+def check_store_match(rubric: Rubric, product: Product) -> Outcome:
+    ok = bool(_store_key(product.store)) and _store_key(product.store) == _store_key(rubric.expected_value)
+    return Outcome(ok, f"Store {product.store!r} {'is' if ok else 'is not'} {rubric.expected_value!r}.",
+                   f"store = {product.store!r}")
+
+
+def check_review_opinion(rubric: Rubric, product: Product, reviews: list[Review] | None,
+                         review_checker: "ReviewChecker | None") -> Outcome:
+    if not reviews:
+        return Outcome(False, "No review data for this product, so the opinion cannot be found.",
+                       "0 reviews", method=EMBEDDING)
+    if review_checker is None:
+        from ecab.judge.review import default_review_checker  # deferred: loads the embedder only when needed
+        review_checker = default_review_checker()
+    match = review_checker.check(rubric.opinion, reviews, product_id=product.product_id)
+    how = "lexical match" if match.lexical else f"cosine {match.score:.3f} vs threshold {review_checker.threshold:.3f}"
+    verb = "expresses" if match.satisfied else "does not clearly express"
+    return Outcome(match.satisfied,
+                   f"The closest review sentence {verb} {rubric.opinion!r} ({how}; {match.n_sentences} sentences "
+                   f"from {len(reviews)} reviews).",
+                   f"best sentence: {match.sentence!r}", method=EMBEDDING, score=round(match.score, 4))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Public API
+# ---------------------------------------------------------------------------------------------------------
+
+def _stamp(rubric: Rubric, outcome: Outcome) -> Verdict:
+    return Verdict(rubric_id=rubric.id, type=rubric.type, info_source=rubric.info_source, field=rubric.field,
+                   satisfied=outcome.satisfied, method=outcome.method, evidence=outcome.evidence,
+                   reasoning=outcome.reasoning, score=outcome.score)
+
+
+def no_product_verdict(rubric: Rubric) -> Verdict:
+    """The verdict of every rubric when no valid product was recommended (no check is run)."""
+    return _stamp(rubric, Outcome(False, NO_PRODUCT_REASON, method=NO_PRODUCT))
+
+
+def check_rubric(rubric: Rubric, product: Product | None, *, voucher: Voucher | None = None,
+                 reviews: list[Review] | None = None, review_checker: "ReviewChecker | None" = None) -> Verdict:
+    """Decide one rubric against one product. Pure except review_opinion, which embeds the given reviews
+    (with `review_checker`, or the process-wide default checker when None)."""
+    if product is None:
+        return no_product_verdict(rubric)
+    kind = rubric.type
+    if kind == "attribute_match":
+        outcome = check_attribute_match(rubric, product)
+    elif kind == "negative_attribute":
+        outcome = check_negative_attribute(rubric, product)
+    elif kind == "numeric_range":
+        outcome = check_numeric_range(rubric, product)
+    elif kind == "budget_match":
+        outcome = check_budget_match(rubric, product, voucher)
+    elif kind == "entity_match":
+        outcome = check_entity_match(rubric, product)
+    elif kind == "store_match":
+        outcome = check_store_match(rubric, product)
+    elif kind == "review_opinion":
+        outcome = check_review_opinion(rubric, product, reviews, review_checker)
+    else:
+        raise ValueError(f"rubric {rubric.id!r}: field 'type': no rule for rubric type {kind!r}")
+    return _stamp(rubric, outcome)
+
+
+def judge_product(task: Task, product: Product | None, *, reviews: list[Review] | None = None,
+                  review_checker: "ReviewChecker | None" = None) -> list[Verdict]:
+    """One verdict per rubric of `task`, in rubric order; the task's voucher prices budget_match."""
+    return [check_rubric(r, product, voucher=task.voucher, reviews=reviews, review_checker=review_checker)
+            for r in task.rubrics]
+
+
+def all_satisfied(verdicts: Iterable[Verdict]) -> bool:
+    """True when at least one rubric was scored and every scored rubric is satisfied.
+
+    A verdict with satisfied=None (unscored, e.g. an LLM reply that failed to parse) is left out rather
+    than counted as wrong; a sample with no scored verdict is not satisfied (the original's all([]) guard).
+    """
+    scored = [v.satisfied for v in verdicts if v.satisfied is not None]
+    return bool(scored) and all(s is True for s in scored)
+
+
+def is_correct(task: Task, predicted_id: str | None, verdicts: Iterable[Verdict]) -> bool:
+    """The paper's accuracy: the exact target was recommended OR every (scored) rubric is satisfied."""
+    exact = bool(predicted_id) and predicted_id == task.target_product.product_id
+    return exact or all_satisfied(verdicts)
+
+
+def satisfying_products(task: Task, products: Iterable[Product], *, review_checker: "ReviewChecker | None" = None,
+                        reviews_by_product: dict[str, list[Review]] | None = None) -> list[str]:
+    """IDs of the products that satisfy every rubric of `task` (construction's uniqueness count).
+
+    Cheap rubrics are checked first and a product is dropped at its first failure, so review embeddings
+    are computed only for products that pass every mechanical rubric.
+    """
+    ordered = sorted(task.rubrics, key=lambda r: r.type == "review_opinion")
+    hits = []
+    for product in products:
+        reviews = (reviews_by_product or {}).get(product.product_id)
+        if all(check_rubric(r, product, voucher=task.voucher, reviews=reviews,
+                            review_checker=review_checker).satisfied is True for r in ordered):
+            hits.append(product.product_id)
+    return hits
