@@ -1,0 +1,155 @@
+"""summary.md: the original layout (SPEC §4.5), then sections for ecab's analyses.
+
+Rates print as percentages with one decimal; counts and means as numbers. The renderer reads only the
+summary dict, so summary.md can be rebuilt from summary.json alone.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+
+def pct(rate: float | None) -> str:
+    return "n/a" if rate is None else f"{rate * 100:.1f}%"
+
+
+def num(value: float | None, digits: int = 2) -> str:
+    if value is None:
+        return "n/a"
+    return str(value) if isinstance(value, int) else f"{value:.{digits}f}"
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def _rubric_rows(groups: dict[str, dict[str, Any]]) -> list[list[Any]]:
+    return [[name, g["count"], g["satisfied"], pct(g["satisfaction"])] for name, g in groups.items()]
+
+
+def _group_rows(groups: dict[str, dict[str, Any]]) -> list[list[Any]]:
+    return [[name, g["count"], g["evaluated_samples"], pct(g["accuracy"]), pct(g["rubric_satisfaction"])]
+            for name, g in groups.items()]
+
+
+GROUP_HEADERS = ("count", "evaluated", "accuracy", "rubric_satisfaction")
+
+
+def overall(s: dict[str, Any]) -> list[str]:
+    return [
+        "## Overall",
+        f"- Model: `{s['model']}`",
+        f"- Judge model: `{s['judge_model']}`",
+        f"- Total samples: {s['total_samples']}",
+        f"- Evaluated samples: {s['evaluated_samples']}",
+        f"- Runtime errors: {s['runtime_error_count']} ({pct(s['runtime_error_rate'])})",
+        f"- **Overall accuracy: {pct(s['overall_accuracy'])}** (exact_match OR judge_correct)",
+        f"- Exact product match correct: {s['exact_match_correct']} ({pct(s['exact_match_rate'])})",
+        f"- Non-exact but judge correct: {s['non_exact_but_correct']} ({pct(s['non_exact_but_correct_rate'])})",
+        f"- Judge-only correct (all_satisfied): {s['judge_only_correct']}",
+        f"- Judge misjudged (exact match but judge failed): {s['judge_misjudged_count']}",
+        f"- Overall rubric satisfaction: {pct(s['overall_rubric_satisfaction'])}",
+        f"- Prediction finished rate: {pct(s['prediction_finished_rate'])}",
+        f"- Valid finish rate (recommended a valid product): {pct(s['valid_finish_rate'])}",
+        f"- Average tool calls: {num(s['avg_tool_calls'])}",
+        f"- Median tool calls: {num(s['median_tool_calls'])}",
+        f"- Unscored samples / rubrics: {s['unscored_samples']} / {s['unscored_rubrics']}",
+    ]
+
+
+def original_sections(s: dict[str, Any]) -> list[str]:
+    clar = s["clarification_efficiency"]
+    lines = ["# Evaluation Summary", "", *overall(s), "",
+             "## By Info Source", *table(("source", "count", "satisfied", "satisfaction"),
+                                         _rubric_rows(s["by_source"])), "",
+             "## Persona & Clarification",
+             f"- Profile called rate: {pct(s['persona_utilization']['profile_called_rate'])}",
+             f"- Avg ask_user calls: {num(clar['avg_ask_user_calls'])}",
+             f"- Total clarification slots: {clar['total_clarification_slots']}", "",
+             "## By Intent",
+             *table(("intent", "count", "evaluated", "accuracy", "exact_match", "non_exact_correct",
+                     "rubric_satisfaction"),
+                    [[name, g["count"], g["evaluated_samples"], pct(g["accuracy"]), g["exact_match_correct"],
+                      g["non_exact_but_correct"], pct(g["rubric_satisfaction"])]
+                     for name, g in s["by_intent"].items()]), "",
+             "## By Rubric Type", *table(("rubric_type", "count", "satisfied", "satisfaction"),
+                                         _rubric_rows(s["by_rubric_type"])), ""]
+    if s["top_failure_reasons"]:
+        lines += ["## Top Failure Reasons", *[f"- {n}: {reason}" for reason, n in s["top_failure_reasons"].items()],
+                  ""]
+    if s["runtime_error_examples"]:
+        lines += ["## Runtime Error Examples",
+                  *[f"- `{x['id']}` ({x['intent_category']}): {x['error_message']}"
+                    for x in s["runtime_error_examples"]], ""]
+    return lines
+
+
+def ecab_sections(s: dict[str, Any]) -> list[str]:
+    budget, clar, tok = s["budget"], s["clarification"], s["tokens_and_cost"]
+    methods = sorted({m for g in s["by_source"].values() for m in g["methods"]})
+    lines = ["## Terminations", *table(("termination", "count"), list(s["terminations"].items())), "",
+             "## Call budget",
+             f"- Budget: {budget['budget']} tool calls",
+             f"- Runs reaching the cap: {budget['cap_reached_count']} ({pct(budget['cap_reached_rate'])})",
+             f"- Accuracy added by calls 76-100: {pct(budget['accuracy_added_by_calls_76_100'])}", "",
+             *table(("cut after k calls", "accuracy"),
+                    [[k, pct(v)] for k, v in budget["accuracy_if_cut_at"].items()]), "",
+             "## Clarification",
+             f"- Slots per task: {num(clar['slots_per_task'])}",
+             f"- Slots revealed per episode: {num(clar['slots_revealed_per_episode'])}",
+             f"- Reveal rate (revealed / available): {pct(clar['reveal_rate'])}",
+             f"- Questions that revealed nothing: {clar['questions_revealed_nothing']} "
+             f"of {clar['questions_asked']}",
+             f"- Total clarification slots: {clar['total_clarification_slots']}", "",
+             "## By main category", *table(("main_category", *GROUP_HEADERS), _group_rows(s["by_main_category"])),
+             ""]
+    if s["by_voucher_kind"]:
+        lines += ["## By voucher kind",
+                  *table(("voucher_kind", *GROUP_HEADERS, "budget_match"),
+                         [[*row, pct(g["budget_match"]["satisfaction"])]
+                          for row, g in zip(_group_rows(s["by_voucher_kind"]), s["by_voucher_kind"].values())]),
+                  ""]
+    lines += ["## By implicit requirements", *table(("implicit", *GROUP_HEADERS),
+                                                    _group_rows(s["by_implicit_count"])), "",
+              "## Judging methods",
+              *table(("source", *methods, "unscored"),
+                     [[name, *[g["methods"].get(m, 0) for m in methods], g["unscored"]]
+                      for name, g in s["by_source"].items()]), "",
+              "## Review evidence failures",
+              *[f"- {k}: {v}" for k, v in s["review_evidence_failures"].items()], "",
+              "## Tokens & cost",
+              *table(("", *tok["total"].keys()),
+                     [["total", *tok["total"].values()],
+                      ["mean per episode", *[num(v, 6 if k == "cost_usd" else 1)
+                                             for k, v in tok["mean_per_episode"].items()]]]),
+              "",
+              "## Latency",
+              *table(("seconds", "mean", "p50", "p95"),
+                     [[name, num(v["mean"], 3), num(v["p50"], 3), num(v["p95"], 3)]
+                      for name, v in s["latency"].items() if isinstance(v, dict)]), "",
+              "## Tool errors",
+              f"- Total: {s['tool_errors']['total']} ({pct(s['tool_errors']['rate'])} of calls)",
+              *[f"- {tool}: {n}" for tool, n in s["tool_errors"]["by_tool"].items()], "",
+              f"Trials per task: {s['trials']}", ""]
+    return lines
+
+
+def render_markdown(summary: dict[str, Any]) -> str:
+    return "\n".join(original_sections(summary) + ecab_sections(summary))
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def write_summary(run_dir: str | Path, summary: dict[str, Any]) -> None:
+    """Write summary.json (the dict, indented) and summary.md (rendered from it) into the run folder."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    _write_atomic(run_dir / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+    _write_atomic(run_dir / "summary.md", render_markdown(summary))
