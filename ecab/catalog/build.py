@@ -1,0 +1,216 @@
+"""Resolve a catalog config to a source, fingerprint it, and build it once into the cache.
+
+`ensure_catalog(cfg.catalog, cache_dir)` is what every stage calls: the first call builds
+`<cache_dir>/catalogs/<fingerprint>/`, later calls (any process) open that directory read-only.
+The fingerprint covers everything that changes the catalog's content, so a changed config builds anew
+and an unchanged one never rebuilds.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from ecab.catalog.base import CatalogBatch
+from ecab.catalog.store import META_FILE, LanceCatalog, build_catalog
+
+SOURCES = ("synthetic", "amazon", "productdb", "targets")
+# Bump when the store layout or the derived columns change: old cached catalogs are then rebuilt.
+STORE_VERSION = "1"
+DEFAULT_BATCH_SIZE = 1000
+
+
+class CatalogConfigError(ValueError):
+    """A catalog config that cannot be built; the message names the key."""
+
+
+def _get(cfg: Any, key: str, default: Any = None) -> Any:
+    if isinstance(cfg, Mapping):
+        value = cfg.get(key, default)
+    else:
+        value = getattr(cfg, key, default)
+    return default if value is None else value
+
+
+def _plain(cfg: Any) -> dict[str, Any]:
+    """The catalog config as a plain dict (OmegaConf or dict)."""
+    try:
+        from omegaconf import DictConfig, OmegaConf
+
+        if isinstance(cfg, DictConfig):
+            return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+    except ImportError:  # pragma: no cover - omegaconf is a dependency
+        pass
+    return dict(cfg)
+
+
+def _require(cfg: Any, key: str) -> Any:
+    value = _get(cfg, key)
+    if value is None or value == "???":
+        raise CatalogConfigError(f"catalog.{key} is required for catalog.source={_get(cfg, 'source')} "
+                                 f"(set catalog.{key}=...)")
+    return value
+
+
+def _source(cfg: Any) -> str:
+    source = _get(cfg, "source", "synthetic")
+    if source not in SOURCES:
+        raise CatalogConfigError(f"catalog.source: unknown source {source!r}; choose one of: {', '.join(SOURCES)}")
+    return source
+
+
+def _positive_int(cfg: Any, key: str, default: int) -> int:
+    value = _get(cfg, key, default)
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise CatalogConfigError(f"catalog.{key}: expected an integer, got {value!r}") from None
+    if number < 1:
+        raise CatalogConfigError(f"catalog.{key}: must be >= 1, got {number}")
+    return number
+
+
+def _files_signature(paths: list[Path]) -> list[list]:
+    """Name, size and mtime of each input file: a changed file changes the fingerprint."""
+    signature = []
+    for path in sorted(paths):
+        stat = path.stat()
+        signature.append([path.name, stat.st_size, int(stat.st_mtime)])
+    return signature
+
+
+def _amazon_inputs(cfg: Any) -> tuple[list[Path], list[Path]]:
+    from ecab.catalog.amazon import resolve_inputs
+
+    meta, reviews = resolve_inputs(Path(_require(cfg, "path")).expanduser())
+    reviews_path = _get(cfg, "reviews_path")
+    if reviews_path:
+        extra = Path(reviews_path).expanduser()
+        if not extra.exists():
+            raise CatalogConfigError(f"catalog.reviews_path: {extra}: no such file or directory")
+        reviews = sorted(extra.glob("*.jsonl")) if extra.is_dir() else [extra]
+    return meta, reviews
+
+
+def _source_version(source: str) -> str:
+    if source in ("synthetic", "targets"):
+        from ecab.catalog import synthetic
+
+        return str(getattr(synthetic, "SYNTHETIC_VERSION", "0"))
+    return "1"
+
+
+def fingerprint_inputs(cfg: Any) -> dict[str, Any]:
+    """Everything the fingerprint covers, as a JSON-able dict (also recorded in meta.json)."""
+    from ecab.catalog.embed import MODEL_NAME
+
+    source = _source(cfg)
+    spec: dict[str, Any] = {
+        "store_version": STORE_VERSION,
+        "source": source,
+        "source_version": _source_version(source),
+        "embedding_model": MODEL_NAME,
+        "shards": _positive_int(cfg, "shards", 1),
+        "size": _get(cfg, "products"),
+        "seed": _get(cfg, "seed", 0),
+    }
+    if source == "amazon":
+        meta, reviews = _amazon_inputs(cfg)
+        spec["inputs"] = {"meta": _files_signature(meta), "reviews": _files_signature(reviews)}
+    elif source in ("productdb", "targets"):
+        spec["inputs"] = _files_signature([_existing(cfg, "path")])
+    if source in ("amazon", "productdb"):
+        spec["max_reviews"] = _get(cfg, "max_reviews", 20)
+        spec["review_seed"] = _get(cfg, "review_seed", 42)
+    return spec
+
+
+def catalog_fingerprint(cfg: Any) -> str:
+    """sha256 over source, size, seed, source version, embedding model, shards and the input files."""
+    spec = json.dumps(fingerprint_inputs(cfg), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(spec.encode("utf-8")).hexdigest()
+
+
+def _existing(cfg: Any, key: str) -> Path:
+    path = Path(_require(cfg, key)).expanduser()
+    if not path.exists():
+        raise CatalogConfigError(f"catalog.{key}: {path}: no such file or directory")
+    return path
+
+
+def iter_source(cfg: Any) -> Iterator[CatalogBatch]:
+    """The configured source's batches (sources are imported lazily: each pulls its own dependencies)."""
+    source = _source(cfg)
+    batch_size = _positive_int(cfg, "batch_size", DEFAULT_BATCH_SIZE)
+    size = _get(cfg, "products")
+    seed = int(_get(cfg, "seed", 0))
+    if source == "synthetic":
+        from ecab.catalog.synthetic import iter_synthetic
+
+        return iter_synthetic(_positive_int(cfg, "products", 5000), seed, batch_size)
+    if source == "amazon":
+        from ecab.catalog.amazon import iter_amazon
+
+        meta, reviews = _amazon_inputs(cfg)
+        batches = iter_amazon(meta, reviews, max_reviews=int(_get(cfg, "max_reviews", 20)),
+                              seed=int(_get(cfg, "review_seed", 42)), batch_size=batch_size)
+        return _first_products(batches, size)
+    if source == "productdb":
+        from ecab.catalog.amazon import iter_product_db
+
+        return _first_products(iter_product_db(_existing(cfg, "path"), batch_size=batch_size), size)
+    from ecab.catalog.amazon import iter_targets
+
+    return iter_targets(_existing(cfg, "path"), n_distractors=int(size or 0), seed=seed, batch_size=batch_size)
+
+
+def _first_products(batches: Iterator[CatalogBatch], limit: Any) -> Iterator[CatalogBatch]:
+    """Cap a real source at `limit` products (None: all), keeping the reviews of the kept ones."""
+    if limit is None:
+        yield from batches
+        return
+    remaining = int(limit)
+    for batch in batches:
+        if remaining <= 0:
+            return
+        if len(batch.products) > remaining:
+            kept = batch.products[:remaining]
+            ids = {p.product_id for p in kept}
+            batch = CatalogBatch(kept, [r for r in batch.reviews if r.product_id in ids])
+        remaining -= len(batch.products)
+        yield batch
+
+
+def _expected_products(cfg: Any) -> int | None:
+    """For the progress bar only."""
+    size = _get(cfg, "products")
+    if size is None:
+        return None
+    return int(size) if _source(cfg) != "targets" else None
+
+
+def catalog_dir(cfg: Any, cache_dir: str | os.PathLike) -> Path:
+    return Path(cache_dir).expanduser() / "catalogs" / catalog_fingerprint(cfg)
+
+
+def ensure_catalog(cfg: Any, cache_dir: str | os.PathLike, *, mode: str = "hybrid", embedder=None,
+                   progress: bool = True) -> LanceCatalog:
+    """Open the catalog for `cfg` (the `catalog` config group), building it first if it is not cached."""
+    fingerprint = catalog_fingerprint(cfg)
+    out = Path(cache_dir).expanduser() / "catalogs" / fingerprint
+    if not (out / META_FILE).exists():
+        if embedder is None:
+            from ecab.catalog.embed import get_embedder
+
+            embedder = get_embedder()
+        try:
+            build_catalog(iter_source(cfg), out, shards=_positive_int(cfg, "shards", 1), embedder=embedder,
+                          fingerprint=fingerprint, progress=progress, total_products=_expected_products(cfg),
+                          source={"config": _plain(cfg), "fingerprint_inputs": fingerprint_inputs(cfg)})
+        except (FileExistsError, OSError):
+            # Another process finished the same build first: its catalog is identical, use it.
+            if not (out / META_FILE).exists():
+                raise
+    return LanceCatalog.open(out, mode=mode, embedder=embedder)

@@ -1,0 +1,1 @@
+"""Benchmark construction: the seven-stage pipeline of SPEC §5 (see pipeline.py)."""

@@ -1,0 +1,311 @@
+"""Stage 5: the rubric plan, fixed in code (SPEC §5.6, PAPER App. D.1).
+
+Every rubric's id, type, field, expected_value and info_source is decided here; the verbalizer later
+writes text around them and may not change them. Order: query -> persona -> clarification (r1..rN), then
+the budget rubric (coupon_budget), then the single entity_match rubric.
+
+Differences from the original, on purpose:
+- every negative_attribute rubric, whatever its source, excludes concrete values (chosen in
+  extract.choose_excluded_values); the original left persona/clarification negatives at `[]`;
+- the implicit rubrics are chosen here, in code, not by the query writer;
+- the entity phrase is chosen here from the title, not by the query writer.
+"""
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+
+from ecab.construct.draft import Draft, EntitySpec, Feature
+from ecab.construct.intents import get_intent
+from ecab.construct.partition import normalize_text
+from ecab.construct.vouchers import describe_voucher
+from ecab.fields import IMPLICIT_ELIGIBLE_FIELDS, WEAK_METADATA_FIELDS
+from ecab.schema import Product, Rubric
+
+QUERY_KEYS = ["id", "type", "field", "expected_value", "description", "query_surface", "info_source"]
+ENTITY_KEYS = ["id", "type", "field", "expected_value", "description", "query_surface", "canonical_entity",
+               "title_span", "info_source"]
+HIDDEN_KEYS = ["id", "description", "type", "field", "expected_value", "info_source", "implicit_eligible",
+               "must_hide_value", "query_hint"]
+
+FIELD_HINTS = {
+    "Brand": "Mention the exact brand name '{v}' as a hard requirement.",
+    "Material": "Mention that it must be made of or made from '{v}'.",
+    "Color": "Mention the exact color requirement '{v}'.",
+    "Skin Type": "Mention the exact skin-type requirement '{v}'.",
+    "Hair Type": "Mention the exact hair-type requirement '{v}'.",
+    "Operating System": "Mention the operating system requirement '{v}'.",
+    "Compatible Devices": "Mention that it must work with '{v}'.",
+    "Compatible Phone Models": "Mention compatibility with '{v}'.",
+    "Screen Size": "Mention the exact screen size '{v}'.",
+    "Memory Storage Capacity": "Mention the storage capacity '{v}'.",
+    "Form Factor": "Mention the exact form factor '{v}'.",
+    "Connector Type": "Mention the exact connector type '{v}'.",
+    "Connectivity Technology": "Mention the connectivity type '{v}'.",
+    "Power Source": "Mention the power source '{v}'.",
+    "Mounting Type": "Mention the mounting type '{v}'.",
+    "Shape": "Mention the shape '{v}'.",
+    "Pattern": "Mention the pattern '{v}'.",
+    "Water Resistance Level": "Mention the water resistance level '{v}'.",
+}
+SINGLE_ITEM_VALUES = ("1", "1 count", "1 pack of 1", "1 item")
+REVIEW_HINT = ("Mention that you want a product with reviews mentioning '{v}'. Frame it as review evidence you "
+               "want to find, not as reviews the user has already read.")
+
+# Title segmentation for the entity phrase when no product-type table knows the title.
+_TITLE_CUT = re.compile(r"\s(?:-|–|—|\||for|with|by|in|compatible)\s|[,(\[:;]", re.IGNORECASE)
+_WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")
+_BRACKETED = re.compile(r"\[[^\]]*\]|\([^)]*\)|\{[^}]*\}")
+_FILLER_WORDS = {"pack", "pcs", "pieces", "piece", "set", "of", "and", "new", "the", "a", "an", "count", "lot",
+                 "pc", "premium", "upgraded", "version"}
+
+
+def query_hint(feature: Feature) -> str:
+    """The one-line instruction for stating this feature (the original's per-field templates)."""
+    v = feature.value
+    if feature.type == "numeric_range":
+        if feature.field == "average_rating":
+            return f"Mention that it must be at least {v:g} stars."
+        if feature.field == "rating_number":
+            return f"Mention that it must be at least {v} ratings."
+        if feature.field == "price":
+            return f"Mention that it must be under ${v}."
+    if feature.type == "review_opinion":
+        return REVIEW_HINT.format(v=v)
+    key = feature.detail_key or feature.field
+    if feature.negative:
+        return (f"Express a negative constraint on the {key} dimension by excluding other concrete values. "
+                f"Do not exclude the product's actual value '{v}'.")
+    if key in FIELD_HINTS:
+        return FIELD_HINTS[key].format(v=v)
+    if key == "Number of Items":
+        text = str(v).strip().lower()
+        if text in SINGLE_ITEM_VALUES:
+            return "Say that it must be a single-item listing."
+        if text[:1].isdigit():
+            return "Mention an exact N-item requirement."
+        return f"Mention the exact package-count requirement '{v}'."
+    if key in WEAK_METADATA_FIELDS:
+        return (f"Use the exact metadata phrase '{v}' in the query. Do not paraphrase it into a broader "
+                f"subjective meaning for {key}.")
+    return f"Mention the exact {key} requirement '{v}'."
+
+
+def rubric_type(feature: Feature) -> str:
+    return "negative_attribute" if feature.negative else feature.type
+
+
+def rubric_description(feature: Feature) -> str:
+    if feature.negative:
+        return (f"Exclude concrete alternative values on the {feature.detail_key} dimension while keeping the "
+                f"target product value '{feature.value}' valid")
+    if feature.type == "review_opinion":
+        return f"A review of the recommended product should mention: {feature.value}"
+    return feature.rubric_text
+
+
+def is_implicit_eligible(feature: Feature, source: str) -> bool:
+    return (source == "query" and feature.type == "attribute_match" and not feature.negative
+            and (feature.detail_key or "") in IMPLICIT_ELIGIBLE_FIELDS)
+
+
+def make_rubric(rid: str, feature: Feature, source: str) -> Rubric:
+    rtype = rubric_type(feature)
+    expected = feature.expected_value if feature.expected_value is not None else feature.value
+    if rtype == "negative_attribute" and not (isinstance(expected, list) and expected):
+        raise ValueError(f"{rid}: negative feature {feature.field} has no excluded values; run "
+                         "extract.assign_exclusions before build_rubrics")
+    description = rubric_description(feature)
+    if source == "query":
+        return Rubric(id=rid, type=rtype, field=feature.field, expected_value=expected, description=description,
+                      info_source="query", extras={"query_surface": ""}, key_order=list(QUERY_KEYS))
+    return Rubric(id=rid, type=rtype, field=feature.field, expected_value=expected, description=description,
+                  info_source=source,
+                  extras={"implicit_eligible": False, "must_hide_value": None, "query_hint": query_hint(feature)},
+                  key_order=list(HIDDEN_KEYS))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The entity phrase
+# ---------------------------------------------------------------------------------------------------------
+
+def _known_entity_phrases() -> list[tuple[str, str]]:
+    """(how titles spell it, entity phrase) of every synthetic product type, when the generator is
+    installed; titles from other sources use the heuristic."""
+    try:
+        from ecab.catalog.synthetic import PRODUCT_TYPES
+    except ImportError:
+        return []
+    pairs = []
+    for spec in PRODUCT_TYPES.values():
+        for spelling in (spec.title_noun, spec.entity):
+            pairs.append((spelling, spec.entity))
+    return sorted(set(pairs))
+
+
+def _find_all(title: str, phrase: str) -> list[re.Match]:
+    words = [re.escape(w) for w in re.split(r"[\s\-]+", phrase) if w]
+    pattern = r"(?<![A-Za-z0-9])" + r"[\s\-]+".join(words) + r"(?![A-Za-z0-9])"
+    return list(re.finditer(pattern, title, re.IGNORECASE))
+
+
+def _find_span(title: str, phrase: str) -> re.Match | None:
+    """Where `title` spells `phrase` case-insensitively on word boundaries, a hyphen or a space
+    between words counting alike ("USB-C cable" is found in "USB C Cable")."""
+    words = [re.escape(w) for w in re.split(r"[\s\-]+", phrase) if w]
+    pattern = r"(?<![A-Za-z0-9])" + r"[\s\-]+".join(words) + r"(?![A-Za-z0-9])"
+    return re.search(pattern, title, re.IGNORECASE)
+
+
+def _heuristic_span(product: Product) -> str | None:
+    """The last 1-3 words of the title's head segment (before "for", "with", "-", ",", ...), the usual
+    place of the product noun in marketplace titles; brand words and pack-size filler are skipped."""
+    head = _TITLE_CUT.split(product.title, maxsplit=1)[0]
+    brand = {w.lower() for w in (product.brand + " " + product.store).split()}
+    words = [m for m in _WORD.finditer(head) if m.group(0).lower() not in brand | _FILLER_WORDS]
+    if not words:
+        return None
+    chosen = words[-3:]
+    # Only a contiguous run of the title is a valid span.
+    while len(chosen) > 1 and head[chosen[0].start():chosen[-1].end()].count(" ") != len(chosen) - 1:
+        chosen = chosen[1:]
+    return head[chosen[0].start():chosen[-1].end()]
+
+
+def _typed_entity(product: Product, masked_title: str) -> EntitySpec | None:
+    """The entity of a product whose type the synthetic generator records (via its categories)."""
+    try:
+        from ecab.catalog.synthetic import product_type_of
+    except ImportError:
+        return None
+    ptype = product_type_of(product)
+    if ptype is None:
+        return None
+    for spelling in (ptype.title_noun, ptype.entity):
+        m = _find_span(masked_title, spelling)
+        if m:
+            return EntitySpec(query_surface=ptype.entity, canonical_entity=ptype.entity,
+                              title_span=product.title[m.start():m.end()])
+    return None
+
+
+def choose_entity(product: Product) -> EntitySpec:
+    """The product-type phrase of the title: the product's own type when the generator recorded it, else
+    a known type phrase of the title (the head noun: last in the head segment), else the heuristic."""
+    # Bracketed marketing tags ("[Sleep Monitor]") are masked, keeping positions, so spans stay exact.
+    masked = _BRACKETED.sub(lambda m: " " * len(m.group(0)), product.title)
+    typed = _typed_entity(product, masked)
+    if typed is not None:
+        return typed
+    cut = _TITLE_CUT.search(masked)
+    head_end = cut.start() if cut else len(masked)
+    matches = [(m, entity) for spelling, entity in _known_entity_phrases()
+               for m in _find_all(masked, spelling)]
+    in_head = [(m, e) for m, e in matches if m.end() <= head_end]
+    if in_head:
+        # English compounds put the head noun last: "Heart Rate Monitor Smart Watch" is a smart watch,
+        # "Laptop Business Laptop" a laptop; at the same end the longer phrase wins.
+        m, entity = max(in_head, key=lambda me: (me[0].end(), -me[0].start()))
+    elif matches:
+        m, entity = min(matches, key=lambda me: (me[0].start(), -me[0].end()))
+    if matches:
+        return EntitySpec(query_surface=entity, canonical_entity=entity,
+                          title_span=product.title[m.start():m.end()])
+    span = _heuristic_span(product) or product.title.strip()[:80]
+    phrase = " ".join(span.split()).lower()
+    return EntitySpec(query_surface=phrase, canonical_entity=phrase, title_span=span)
+
+
+def entity_rubric(rid: str, entity: EntitySpec) -> Rubric:
+    return Rubric(id=rid, type="entity_match", field="title", expected_value=entity.query_surface,
+                  description=entity.query_surface, info_source="query",
+                  extras={"query_surface": entity.query_surface, "canonical_entity": entity.canonical_entity,
+                          "title_span": entity.title_span},
+                  key_order=list(ENTITY_KEYS))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The plan
+# ---------------------------------------------------------------------------------------------------------
+
+def _default_rng(draft: Draft) -> random.Random:
+    digest = hashlib.sha256(f"rubrics|{draft.sample_id}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def _has_clue(feature: Feature) -> bool:
+    """Whether the verbalizer's clue table can hide this value (preferred when choosing implicit rubrics)."""
+    try:
+        from ecab.construct import clues
+    except ImportError:
+        return True
+    finder = getattr(clues, "clue_for", None)
+    if finder is None:
+        return True
+    return finder(feature.field, str(feature.value), random.Random(0)) is not None
+
+
+def choose_implicit(candidates: list[tuple[str, Feature]], k: int, rng: random.Random) -> list[str]:
+    """k rubric ids to state implicitly, preferring values the clue table can paraphrase."""
+    with_clue = [rid for rid, f in candidates if _has_clue(f)]
+    without = [rid for rid, f in candidates if rid not in with_clue]
+    rng.shuffle(with_clue)
+    rng.shuffle(without)
+    chosen = (with_clue + without)[:k]
+    order = [rid for rid, _ in candidates]
+    return sorted(chosen, key=order.index)
+
+
+def can_hide(feature: Feature, query_features: list[Feature], entity_norm: str) -> bool:
+    """False when the value is spelled anyway in the query: inside the entity phrase or inside another
+    query feature's literal value (it would leak however well its own clue hides it)."""
+    value_norm = normalize_text(feature.value)
+    if not value_norm:
+        return False
+    if value_norm in entity_norm:
+        return False
+    return not any(other is not feature and other.type != "numeric_range"
+                   and value_norm in normalize_text(other.value) for other in query_features)
+
+
+def build_rubrics(draft: Draft, rng: random.Random | None = None) -> None:
+    """Fill draft.rubrics, draft.implicit_rubric_ids and draft.entity from draft.partition (and voucher).
+
+    Also leaves for the verbalizer, in draft.meta: "query_hints" {rubric id: hint}, "implicit_pool"
+    (implicit-eligible query rubric ids) and "rubric_features" {rubric id: Feature}.
+    """
+    rng = rng or _default_rng(draft)
+    intent = get_intent(draft.intent)
+    draft.entity = draft.entity or choose_entity(draft.product)
+    entity_norm = normalize_text(draft.entity.query_surface)
+
+    rubrics: list[Rubric] = []
+    hints: dict[str, str] = {}
+    by_id: dict[str, Feature] = {}
+    pool: list[tuple[str, Feature]] = []
+    for source in ("query", "persona", "clarification"):
+        for feature in draft.partition.get(source, []):
+            rid = f"r{len(rubrics) + 1}"
+            rubrics.append(make_rubric(rid, feature, source))
+            hints[rid] = query_hint(feature)
+            by_id[rid] = feature
+            if is_implicit_eligible(feature, source) and can_hide(feature, draft.partition["query"], entity_norm):
+                pool.append((rid, feature))
+
+    if intent.requires_voucher:
+        if draft.voucher is None:
+            raise ValueError(f"{draft.sample_id}: intent {intent.id} needs a voucher before build_rubrics")
+        rid = f"r{len(rubrics) + 1}"
+        rubrics.append(Rubric(id=rid, type="budget_match", field="budget", expected_value=draft.voucher.budget,
+                              description=("The total cost after applying the voucher should be within the budget "
+                                           f"of ${draft.voucher.budget:.2f}"),
+                              info_source="query", extras={"query_surface": ""}, key_order=list(QUERY_KEYS)))
+        hints[rid] = f"State the voucher and the budget exactly: {describe_voucher(draft.voucher)}."
+    rubrics.append(entity_rubric(f"r{len(rubrics) + 1}", draft.entity))
+
+    draft.rubrics = rubrics
+    draft.implicit_rubric_ids = choose_implicit(pool, min(intent.min_implicit, len(pool)), rng)
+    draft.meta["query_hints"] = hints
+    draft.meta["implicit_pool"] = [rid for rid, _ in pool]
+    draft.meta["rubric_features"] = by_id

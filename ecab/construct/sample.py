@@ -1,0 +1,142 @@
+"""Stage 1: sample candidate target products for an intent (SPEC §5.3 sampler).
+
+Filters (the intent's SamplingStrategy): at least `min_detail_fields` of the 43 detail fields present
+(alias-aware, so "OS" counts for Operating System), `min_rating`, `min_rating_number`, a price when
+required, features or a description when required, at least `min_implicit_eligible` implicit-eligible
+fields, every `require_details_fields` key, and at least `min_reviews` reviews.
+
+Uniform over main_category: each category's eligible products are shuffled and the categories are
+interleaved round-robin, so any prefix of the candidate list spreads evenly over categories. (The
+original drew `batch // n_categories` per category per round; the interleaving gives the same spread
+and lets the pipeline walk as deep into the pool as it needs.) Categories smaller than
+`min_category_size` are dropped unless that would drop them all.
+"""
+from __future__ import annotations
+
+import random
+from typing import Callable, Iterable, Iterator
+
+from ecab.catalog.base import CatalogReader
+from ecab.construct.intents import Intent, SamplingStrategy, get_intent
+from ecab.fields import DETAIL_FIELDS, IMPLICIT_ELIGIBLE_FIELDS, lookup_detail
+from ecab.schema import Product
+
+DEFAULT_MIN_CATEGORY_SIZE = 10000
+
+
+def present_detail_fields(product: Product) -> frozenset[str]:
+    """The canonical DETAIL_FIELDS that have a value (alias-aware), computed once per product."""
+    return frozenset(f for f in DETAIL_FIELDS if lookup_detail(product.details, f) is not None)
+
+
+def detail_field_count(product: Product) -> int:
+    return len(present_detail_fields(product))
+
+
+def implicit_eligible_count(product: Product) -> int:
+    return len(present_detail_fields(product) & IMPLICIT_ELIGIBLE_FIELDS)
+
+
+def passes_static_filters(product: Product, strategy: SamplingStrategy,
+                          present: frozenset[str] | None = None) -> bool:
+    """Every filter that needs only the product record (reviews are checked later, lazily).
+    `present` (from present_detail_fields) saves recomputing it when several intents test one product."""
+    present = present_detail_fields(product) if present is None else present
+    if strategy.min_rating is not None and (product.average_rating or 0) < strategy.min_rating:
+        return False
+    if strategy.min_rating_number is not None and (product.rating_number or 0) < strategy.min_rating_number:
+        return False
+    if strategy.require_price and not product.price:
+        return False
+    if strategy.require_content and not (product.features or product.description):
+        return False
+    if any(lookup_detail(product.details, f) is None for f in strategy.require_details_fields):
+        return False
+    if len(present & IMPLICIT_ELIGIBLE_FIELDS) < strategy.min_implicit_eligible:
+        return False
+    return len(present) >= strategy.min_detail_fields
+
+
+def _iter_products(source: CatalogReader | Iterable[Product]) -> Iterator[Product]:
+    if isinstance(source, CatalogReader):
+        for batch in source.iter_products():
+            yield from batch
+    else:
+        yield from source
+
+
+def interleave_by_category(ids_by_category: dict[str, list[str]], rng: random.Random,
+                           min_category_size: int) -> list[str]:
+    """Round-robin over shuffled categories of shuffled ids (sorted first, so input order never matters)."""
+    big = {c: ids for c, ids in ids_by_category.items() if len(ids) >= min_category_size}
+    groups = big or ids_by_category
+    categories = sorted(groups)
+    rng.shuffle(categories)
+    queues = []
+    for c in categories:
+        ids = sorted(groups[c])
+        rng.shuffle(ids)
+        queues.append(ids)
+    order, depth = [], 0
+    while any(depth < len(q) for q in queues):
+        order.extend(q[depth] for q in queues if depth < len(q))
+        depth += 1
+    return order
+
+
+def eligible_ids_by_category(source: CatalogReader | Iterable[Product], intent: Intent) -> tuple[
+        dict[str, list[str]], dict[str, Product]]:
+    """{main_category: [product ids]} of products passing the static filters; plus the products
+    themselves when the source is an in-memory list (a catalog is re-read by id instead)."""
+    keep_products = not isinstance(source, CatalogReader)
+    groups: dict[str, list[str]] = {}
+    kept: dict[str, Product] = {}
+    for product in _iter_products(source):
+        if passes_static_filters(product, intent.sampling):
+            groups.setdefault(product.main_category or "", []).append(product.product_id)
+            if keep_products:
+                kept[product.product_id] = product
+    return groups, kept
+
+
+def candidate_ids(source: CatalogReader | Iterable[Product], intent: str | Intent, rng: random.Random, *,
+                  min_category_size: int = DEFAULT_MIN_CATEGORY_SIZE) -> list[str]:
+    """Every eligible product id (static filters only), in the category-uniform sampling order."""
+    intent = get_intent(intent)
+    groups, _ = eligible_ids_by_category(source, intent)
+    return interleave_by_category(groups, rng, min_category_size)
+
+
+def review_counter_for(source: CatalogReader | Iterable[Product], limit: int) -> Callable[[str], int] | None:
+    if isinstance(source, CatalogReader):
+        return lambda pid: len(source.get_reviews(pid, limit=limit))
+    return None
+
+
+def sample_products(catalog_or_products: CatalogReader | Iterable[Product], intent: str | Intent, n: int,
+                    rng: random.Random, *, min_category_size: int = DEFAULT_MIN_CATEGORY_SIZE,
+                    review_count: Callable[[str], int] | None = None) -> list[Product]:
+    """Up to `n` distinct candidate targets for `intent`, uniform over main_category.
+
+    `review_count(product_id)` answers the min_reviews filter; for a CatalogReader it defaults to counting
+    `get_reviews`. An intent that needs reviews with an in-memory product list and no counter is an error.
+    """
+    intent = get_intent(intent)
+    source = catalog_or_products
+    groups, kept = eligible_ids_by_category(source, intent)
+    order = interleave_by_category(groups, rng, min_category_size)
+    need_reviews = intent.sampling.min_reviews
+    counter = review_count or review_counter_for(source, need_reviews)
+    if need_reviews and counter is None:
+        raise ValueError(f"intent {intent.id} needs >= {need_reviews} reviews per product: pass review_count= "
+                         "when sampling from a product list")
+    chosen: list[str] = []
+    for pid in order:
+        if len(chosen) >= n:
+            break
+        if need_reviews and counter(pid) < need_reviews:
+            continue
+        chosen.append(pid)
+    if kept:
+        return [kept[pid] for pid in chosen]
+    return source.get_products(chosen) if chosen else []

@@ -1,0 +1,209 @@
+"""`python -m ecab.run [overrides]`: the main job, end to end.
+
+catalog (built once, cached) -> benchmark (generated or a file) -> episodes (checkpointed) -> judge ->
+reduce -> runs/<run.name>/. Re-running the same command resumes: finished units are skipped.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import shutil
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import hydra  # noqa: E402
+from omegaconf import DictConfig, OmegaConf  # noqa: E402
+
+from ecab.config import ConfigError, die, require  # noqa: E402
+from ecab.schema import FormatError, Task, dumps, read_tasks, write_jsonl  # noqa: E402
+
+SECRET_MARKERS = ("api_key", "secret", "token", "password")
+
+
+def redact(value):
+    """Config without secrets: any key that looks like a credential is replaced (key *names* stay)."""
+    if isinstance(value, dict):
+        return {k: ("***" if any(m in k.lower() for m in SECRET_MARKERS) and not k.lower().endswith("_env")
+                    and v not in (None, "") else redact(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    return value
+
+
+def stable_hash(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def package_versions() -> dict[str, str]:
+    out = {}
+    for name in ("ecab", "ray", "lancedb", "pyarrow", "sentence-transformers", "openai", "tenacity", "hydra-core"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ stages
+
+def validate(cfg: DictConfig) -> None:
+    budget = cfg.budget
+    if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
+        raise ConfigError(f"budget must be a positive integer, got {budget!r}")
+    if not isinstance(cfg.trials, int) or cfg.trials < 1:
+        raise ConfigError(f"trials must be a positive integer, got {cfg.trials!r}")
+    from ecab.agents import OFFLINE_KINDS
+    if cfg.model.kind not in OFFLINE_KINDS:
+        raise ConfigError(f"model '{cfg.model.name}' (kind {cfg.model.kind}) has no agent in this build; "
+                          f"offline models: {', '.join(OFFLINE_KINDS)}")
+    if cfg.benchmark.source == "file":
+        path = Path(str(require(cfg, "benchmark.path")))
+        if not path.is_file():
+            raise ConfigError(f"benchmark.path: file not found: {path}")
+    if cfg.tools.search not in ("hybrid", "fts", "vector", "original"):
+        raise ConfigError(f"tools.search must be hybrid, fts, vector or original, got {cfg.tools.search!r}")
+
+
+def open_catalog(cfg: DictConfig):
+    from ecab.catalog.build import ensure_catalog
+    return ensure_catalog(cfg.catalog, Path(cfg.cache_dir))
+
+
+def load_tasks(cfg: DictConfig, catalog) -> list[Task]:
+    if cfg.benchmark.source == "file":
+        tasks = read_tasks(cfg.benchmark.path)
+    else:
+        from ecab.construct.pipeline import ensure_benchmark
+        tasks = read_tasks(ensure_benchmark(cfg, catalog, Path(cfg.cache_dir)))
+    tasks = [t for t in tasks if t.is_ok]
+    if cfg.benchmark.limit is not None:
+        tasks = tasks[: int(cfg.benchmark.limit)]
+    if not tasks:
+        raise ConfigError("the benchmark has no runnable tasks (sample_status ok)")
+    return tasks
+
+
+def run_name(cfg: DictConfig) -> str:
+    return cfg.run.name or f"{cfg.model.name}-b{cfg.budget}-{cfg.benchmark.source}"
+
+
+def prepare_folder(cfg: DictConfig, tasks: list[Task], catalog):
+    """Create or reopen the run folder; refuse to resume into a run of a different config or task set."""
+    from ecab.runner.store import RunFolder
+    folder = RunFolder(Path(cfg.run.dir) / run_name(cfg))
+    resolved = redact(OmegaConf.to_container(cfg, resolve=True))
+    identity = {k: v for k, v in resolved.items() if k not in ("run",)}
+    manifest = {
+        "run_name": run_name(cfg),
+        "config_hash": stable_hash(identity),
+        "task_set_hash": stable_hash([t.to_dict() for t in tasks]),
+        "catalog_fingerprint": getattr(catalog, "fingerprint", None),
+        "tasks_path": "tasks.jsonl",
+        "n_tasks": len(tasks),
+        "versions": package_versions(),
+    }
+    old = folder.read_manifest()
+    if old and cfg.run.resume:
+        changed = [k for k in ("config_hash", "task_set_hash", "catalog_fingerprint") if old.get(k) != manifest[k]]
+        if changed:
+            raise ConfigError(f"run folder {folder.path} holds a run with a different "
+                              f"{' and '.join(c.replace('_', ' ') for c in changed)}; use another run.name, "
+                              "or run.resume=false to start afresh")
+    elif old:
+        shutil.rmtree(folder.path)
+    folder.create()
+    folder.write_config(OmegaConf.to_yaml(OmegaConf.create(resolved)))
+    write_jsonl(folder.path / "tasks.jsonl", tasks)
+    manifest["started_at"] = old.get("started_at") if old and cfg.run.resume else time.strftime("%Y-%m-%dT%H:%M:%S")
+    folder.write_manifest(manifest)
+    return folder
+
+
+def run_episodes(cfg: DictConfig, tasks: list[Task], catalog, folder) -> None:
+    from ecab.env.episode import EpisodeSettings
+    from ecab.runner.local import run_units
+    from ecab.runner.units import make_units
+
+    units = make_units([t.id for t in tasks], cfg.model.name, cfg.budget, cfg.seed, cfg.trials)
+    done = {k for k, t in folder.latest_trajectories().items() if t.termination != "infra_error"}
+    todo = [u for u in units if u.key not in done]
+    if len(todo) < len(units):
+        print(f"resuming: {len(units) - len(todo)} of {len(units)} episodes already done")
+    settings = EpisodeSettings(budget=cfg.budget, final_warning=bool(OmegaConf.select(cfg, "episode.final_warning",
+                                                                                       default=False)))
+    asyncio.run(run_units(todo, {t.id: t for t in tasks}, catalog, cfg.model, settings, folder,
+                          concurrency=int(cfg.runner.concurrency), progress=bool(cfg.run.progress),
+                          tool_options={"search_mode": cfg.tools.search, "user_matcher": cfg.tools.user}))
+
+
+def judge_and_reduce(cfg: DictConfig, tasks: list[Task], catalog, folder) -> dict:
+    from ecab.judge.episode import judge_trajectory
+    from ecab.judge.review import ReviewChecker
+    from ecab.reduce import summarize, write_summary
+
+    by_id = {t.id: t for t in tasks}
+    trajectories = [t for t in folder.latest_trajectories().values() if t.id in by_id]
+    checker = ReviewChecker(threshold=cfg.judge.review_threshold) if cfg.judge.review_threshold is not None \
+        else ReviewChecker()
+    judgements = [judge_trajectory(by_id[t.id], t, catalog, review_checker=checker, judge_name=cfg.judge.name)
+                  for t in trajectories]
+    folder.write_verdicts(judgements)
+    manifest = folder.read_manifest()
+    manifest["review_checker"] = checker.describe()
+    manifest["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%S")
+    folder.write_manifest(manifest)
+    summary = summarize(by_id, trajectories, judgements, model=cfg.model.name, judge_model=cfg.judge.name)
+    write_summary(folder.path, summary)
+    return summary
+
+
+def headline(summary: dict, folder) -> str:
+    pct = lambda x: f"{100 * (x or 0):.1f}%"  # noqa: E731
+    lines = [f"results: {folder.path}/ (summary.md, summary.json, verdicts.jsonl, trajectories/)",
+             f"accuracy {pct(summary.get('overall_accuracy'))} "
+             f"(exact {summary.get('exact_match_correct', 0)}, non-exact correct "
+             f"{summary.get('non_exact_but_correct', 0)}) over {summary.get('evaluated_samples', 0)} episodes; "
+             f"rubric satisfaction {pct(summary.get('overall_rubric_satisfaction'))}; "
+             f"avg tool calls {summary.get('avg_tool_calls', 0):.1f}"]
+    by_source = summary.get("by_source") or {}
+    if by_source:
+        lines.append("satisfaction by source: " + ", ".join(
+            f"{s} {pct(v.get('satisfaction'))}" for s, v in by_source.items()))
+    return "\n".join(lines)
+
+
+def main_job(cfg: DictConfig) -> dict:
+    validate(cfg)
+    started = time.perf_counter()
+    catalog = open_catalog(cfg)
+    tasks = load_tasks(cfg, catalog)
+    folder = prepare_folder(cfg, tasks, catalog)
+    print(f"ecab: {len(tasks)} tasks x {cfg.trials} trial(s), model={cfg.model.name}, budget={cfg.budget}, "
+          f"catalog={catalog.fingerprint[:12]} ({catalog.count()} products) -> {folder.path}")
+    run_episodes(cfg, tasks, catalog, folder)
+    summary = judge_and_reduce(cfg, tasks, catalog, folder)
+    print(headline(summary, folder))
+    print(f"done in {time.perf_counter() - started:.1f} s")
+    return summary
+
+
+@hydra.main(config_path="../conf", config_name="config", version_base="1.3")
+def main(cfg: DictConfig) -> None:
+    try:
+        main_job(cfg)
+    except (ConfigError, FormatError) as exc:
+        die(str(exc))
+    except KeyboardInterrupt:
+        die("interrupted; finished episodes are saved, re-run the same command to resume", code=130)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

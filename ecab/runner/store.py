@@ -1,0 +1,81 @@
+"""The run folder (ARCHITECTURE.md "The run folder"): checkpointed trajectories, verdicts, manifest.
+
+A finished episode is appended to its writer's part file at once (flushed and fsynced), so a crash
+loses at most the episodes in flight. Reading tolerates a torn last line left by a kill.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from ecab.runner.units import unit_key
+from ecab.schema import Judgement, Trajectory, dumps
+
+
+class RunFolder:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.trajectories_dir = self.path / "trajectories"
+        self.config_path = self.path / "config.yaml"
+        self.manifest_path = self.path / "manifest.json"
+        self.verdicts_path = self.path / "verdicts.jsonl"
+        self.summary_path = self.path / "summary.json"
+        self.plots_dir = self.path / "plots"
+
+    def create(self) -> "RunFolder":
+        self.trajectories_dir.mkdir(parents=True, exist_ok=True)
+        return self
+
+    def part_path(self, writer: str) -> Path:
+        return self.trajectories_dir / f"part-{writer}.jsonl"
+
+    def append_trajectory(self, writer: str, traj: Trajectory) -> None:
+        with self.part_path(writer).open("a", encoding="utf-8") as handle:
+            handle.write(dumps(traj) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def iter_trajectories(self) -> Iterator[Trajectory]:
+        """Every recorded episode; for a unit recorded twice (an infra error re-run) the last one wins
+        in `latest_trajectories`."""
+        for part in sorted(self.trajectories_dir.glob("part-*.jsonl")):
+            with part.open(encoding="utf-8") as handle:
+                for line in handle:
+                    if not line.strip():
+                        continue
+                    try:
+                        yield Trajectory.from_dict(json.loads(line))
+                    except (json.JSONDecodeError, ValueError):
+                        continue  # a torn last line from a killed writer: that unit simply re-runs
+
+    def latest_trajectories(self) -> dict[tuple, Trajectory]:
+        latest: dict[tuple, Trajectory] = {}
+        for traj in self.iter_trajectories():
+            latest[unit_key(traj.unit)] = traj
+        return latest
+
+    def write_manifest(self, manifest: dict) -> None:
+        _write_text(self.manifest_path, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+
+    def read_manifest(self) -> dict:
+        return json.loads(self.manifest_path.read_text(encoding="utf-8")) if self.manifest_path.exists() else {}
+
+    def write_config(self, yaml_text: str) -> None:
+        _write_text(self.config_path, yaml_text)
+
+    def write_verdicts(self, judgements: Iterable[Judgement]) -> None:
+        _write_text(self.verdicts_path, "".join(dumps(j) + "\n" for j in judgements))
+
+    def read_verdicts(self) -> list[Judgement]:
+        if not self.verdicts_path.exists():
+            return []
+        return [Judgement.from_dict(json.loads(line)) for line in
+                self.verdicts_path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)

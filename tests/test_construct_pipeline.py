@@ -1,0 +1,198 @@
+"""End-to-end construction over a real (small) LanceDB catalog: format, correctness, rejections,
+determinism across processes and worker counts, and the fingerprint cache.
+
+Uses the session `small_catalog` of conftest.py (400 synthetic products + probes) and 2 tasks per intent.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from ecab.construct.pipeline import (
+    BENCHMARK_FILE,
+    REJECTED_FILE,
+    REJECTIONS_TABLE,
+    Settings,
+    construct,
+    derive_seed,
+    ensure_benchmark,
+    rejection_table,
+)
+from ecab.fields import INTENTS
+from ecab.judge.rules import check_rubric
+from ecab.schema import Task, read_tasks
+
+REPO = Path(__file__).resolve().parents[1]
+REAL = Path(__file__).resolve().parents[2] / "shared" / "real" / "benchmark_sample.jsonl"
+N = 2
+
+
+def cfg(**kw):
+    base = {"seed": 0, "n_per_intent": N, "intents": list(INTENTS), "max_matches": 3, "workers": 1,
+            "max_attempts": 3, "verbalizer": "template"}
+    base.update(kw)
+    return {"construct": base}
+
+
+@pytest.fixture(scope="module")
+def built(small_catalog, tmp_path_factory):
+    out = tmp_path_factory.mktemp("construct") / "bench"
+    result = construct(cfg(), small_catalog, out_dir=out, progress=False)
+    return result, out
+
+
+@pytest.fixture(scope="module")
+def real_rows():
+    return [json.loads(line) for line in REAL.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def test_builds_n_valid_tasks_per_intent(built):
+    result, out = built
+    assert [t.intent_category for t in result.tasks] == [i for i in INTENTS for _ in range(N)]
+    assert all(t.sample_status == "ok" and t.validation_passed for t in result.tasks)
+    ids = [t.id for t in result.tasks]
+    assert len(set(ids)) == len(ids) and all(i.startswith(f"ecab_{t.intent_category}_") for i, t in
+                                             zip(ids, result.tasks))
+    assert [t.id for t in read_tasks(out / BENCHMARK_FILE)] == ids
+    for intent, counts in result.per_intent.items():
+        assert counts["accepted"] == N, (intent, counts)
+
+
+def test_same_keys_in_the_same_order_as_the_released_samples(built, real_rows):
+    result, out = built
+    rows = [json.loads(line) for line in (out / BENCHMARK_FILE).read_text(encoding="utf-8").splitlines()]
+    real_keys = list(real_rows[0])
+    assert all(list(r) == real_keys for r in real_rows)          # the released format itself is uniform
+    real_rubric_keys = defaultdict(set)
+    for r in real_rows:
+        for rb in r["rubrics"]:
+            real_rubric_keys[(rb["info_source"], rb["type"])].add(tuple(rb))
+    seen_types = set()
+    for row in rows:
+        assert list(row) == real_keys
+        assert list(row["target_product"]) == list(real_rows[0]["target_product"])
+        assert list(row["user_persona"]) == list(real_rows[0]["user_persona"])
+        assert list(row["clarification_script"]) == list(real_rows[0]["clarification_script"])
+        for slot in row["clarification_script"]["clarification_slots"]:
+            assert list(slot) == list(real_rows[0]["clarification_script"]["clarification_slots"][0])
+            assert 7 <= len(slot["trigger_keywords"]) <= 10
+        assert all(list(f) == ["field", "value", "type"] for f in row["extracted_features"])
+        assert list(row["feature_partition"]) == ["query_count", "persona_count", "clarification_count"]
+        assert row["difficulty_metrics"] == {"implicit_count": len(row["implicit_rubric_ids"])}
+        for rb in row["rubrics"]:
+            key = (rb["info_source"], rb["type"])
+            seen_types.add(rb["type"])
+            if key in real_rubric_keys:
+                assert tuple(rb) in real_rubric_keys[key], (key, list(rb))
+            elif rb["info_source"] == "query":
+                assert list(rb) == ["id", "type", "field", "expected_value", "description", "query_surface",
+                                    "info_source"]
+            else:   # persona/clarification negatives are absent from the 34 released samples
+                assert list(rb) == list(real_rows[0]["rubrics"][4]), list(rb)
+        assert sum(rb["type"] == "entity_match" for rb in row["rubrics"]) == 1
+        Task.from_dict(row)   # and it parses back
+    assert seen_types == {"attribute_match", "numeric_range", "entity_match", "negative_attribute",
+                          "budget_match", "review_opinion"}
+    real_voucher_keys = {tuple(r["voucher"]) for r in real_rows if r["voucher"]}
+    for row in rows:
+        v = row["voucher"]
+        assert (v is not None) == (row["intent_category"] == "coupon_budget")
+        if v and "tiers" not in v and "coupons" not in v:
+            assert tuple(v) in real_voucher_keys
+
+
+def test_every_rubric_holds_for_the_target_and_the_task_is_unique(built, small_catalog):
+    result, _ = built
+    for task in result.tasks:
+        product = small_catalog.get_product(task.target_product.product_id)
+        reviews = small_catalog.get_reviews(product.product_id, limit=20)
+        for r in task.rubrics:
+            verdict = check_rubric(r, product, voucher=task.voucher, reviews=reviews)
+            assert verdict.satisfied is True, (task.id, r.to_dict(), verdict.reasoning)
+            if r.type == "negative_attribute":
+                assert r.expected_value, task.id
+        assert 1 <= task.generation_artifacts["match_count"] <= 3
+        if task.voucher is not None:
+            assert task.voucher.price_after_voucher == task.voucher.apply(product.price)
+        hidden = [r for r in task.rubrics if r.info_source != "query" and r.type == "attribute_match"]
+        assert all(str(r.expected_value).lower() not in task.user_query.lower() or len(r.expected_value) <= 2
+                   for r in hidden), task.id
+
+
+def test_rejections_are_recorded_with_reasons_and_tabled(small_catalog, tmp_path):
+    # max_matches=0 rejects every candidate (the target itself always matches): all go to rejected.jsonl.
+    out = tmp_path / "rej"
+    result = construct(cfg(n_per_intent=1, intents=["product_search", "coupon_budget"], max_matches=0,
+                           max_attempts=1, max_candidates=3), small_catalog, out_dir=out, progress=False)
+    assert result.tasks == []
+    rejected = read_tasks(out / REJECTED_FILE)
+    assert len(rejected) == sum(result.rejection_counts.values()) >= 4
+    assert all(t.sample_status == "final_validation_failed" and not t.validation_passed for t in rejected)
+    assert all(any("uniqueness" in i for i in t.validation_issues) for t in rejected)
+    assert set(result.rejection_counts) == {"not_unique"}
+    table = (out / REJECTIONS_TABLE).read_text()
+    assert f"| not_unique |" in table and "| product_search | " in table
+    assert table == rejection_table(result)
+    assert (out / BENCHMARK_FILE).read_text() == ""
+
+
+_RUN = textwrap.dedent("""
+    import sys
+    from ecab.catalog.store import LanceCatalog
+    from ecab.construct.pipeline import construct
+    if __name__ == "__main__":
+        path, out, workers = sys.argv[1], sys.argv[2], int(sys.argv[3])
+        cfg = {"construct": {"seed": 0, "n_per_intent": 1, "workers": workers, "max_matches": 3,
+                             "intents": ["negative_constraint", "coupon_budget", "review_driven"]}}
+        construct(cfg, LanceCatalog.open(path), out_dir=out, progress=False)
+""")
+
+
+def test_byte_identical_across_processes_and_worker_counts(small_catalog, tmp_path):
+    script = tmp_path / "run.py"
+    script.write_text(_RUN)
+    outs = []
+    for hashseed, workers in (("1", 1), ("2", 2)):
+        out = tmp_path / f"out-{workers}"
+        env = {**os.environ, "PYTHONHASHSEED": hashseed}
+        subprocess.run([sys.executable, str(script), str(small_catalog.path), str(out), str(workers)],
+                       check=True, cwd=REPO, env=env, timeout=300, capture_output=True)
+        outs.append(out)
+    first = (outs[0] / BENCHMARK_FILE).read_bytes()
+    assert first and first == (outs[1] / BENCHMARK_FILE).read_bytes()
+    assert (outs[0] / REJECTIONS_TABLE).read_bytes() == (outs[1] / REJECTIONS_TABLE).read_bytes()
+
+
+def test_seeds_come_from_hashlib():
+    assert derive_seed("task", 0, "product_search", 3, 0) == derive_seed("task", 0, "product_search", 3, 0)
+    assert derive_seed("task", 0, "product_search", 3, 0) != derive_seed("task", 1, "product_search", 3, 0)
+    assert derive_seed("a") == 0x_ca978112ca1bbdca   # sha256("a")[:8]: fixed, not salted per process
+
+
+def test_ensure_benchmark_builds_once_and_keys_on_config(small_catalog, tmp_path):
+    conf = cfg(n_per_intent=1, intents=["product_search"])
+    path = ensure_benchmark(conf, small_catalog, tmp_path, progress=False)
+    assert path.name == BENCHMARK_FILE and len(read_tasks(path)) == 1
+    stamp = path.stat().st_mtime_ns
+    assert ensure_benchmark(conf, small_catalog, tmp_path, progress=False) == path
+    assert path.stat().st_mtime_ns == stamp                          # cached, not rebuilt
+    other = ensure_benchmark(cfg(n_per_intent=1, intents=["product_search"], seed=1), small_catalog, tmp_path,
+                             progress=False)
+    assert other != path
+    workers_only = ensure_benchmark(cfg(n_per_intent=1, intents=["product_search"], workers=2), small_catalog,
+                                    tmp_path, progress=False)
+    assert workers_only == path                                      # workers never change the output
+
+
+def test_bad_config_is_one_clear_error(small_catalog):
+    with pytest.raises(ValueError, match="unknown intent 'shopping'"):
+        Settings.from_cfg(cfg(intents=["shopping"]))
+    with pytest.raises(ValueError, match="n_per_intent"):
+        Settings.from_cfg(cfg(n_per_intent=-1))

@@ -1,0 +1,310 @@
+"""The LanceDB catalog store against real LanceDB and real embeddings (SPEC §1.2-§1.4, §2.2 tools 1, 4, 6)."""
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+
+import pytest
+
+from conftest import PROBE_PRODUCTS, PROBE_REVIEWS, all_products
+from ecab.catalog.base import CatalogReader
+from ecab.catalog.store import HYBRID_DEPTH, LanceCatalog, original_phrases, shard_of
+
+PARAPHRASE = "heavy frying pan for searing steak"
+
+
+@pytest.fixture(scope="module")
+def fts5(small_catalog):
+    """The original's engine over the same titles: fts5(title), unicode61, AND of quoted phrases, bm25."""
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(product_id UNINDEXED, title)")
+    conn.executemany("INSERT INTO t VALUES (?, ?)", [(p.product_id, p.title) for p in all_products(small_catalog)])
+
+    def search(query: str) -> list[str]:
+        phrases = original_phrases(query)
+        if not phrases:
+            return []
+        match = " ".join(f'"{p}"' for p in phrases)
+        return [r[0] for r in conn.execute("SELECT product_id FROM t WHERE t MATCH ? ORDER BY bm25(t)", (match,))]
+
+    return search
+
+
+# ------------------------------------------------------------------------------------------------ basics
+
+def test_catalog_reader_protocol_and_counts(small_catalog, catalog_batches):
+    assert isinstance(small_catalog, CatalogReader)
+    n_products = sum(len(b.products) for b in catalog_batches)
+    assert small_catalog.count() == n_products
+    assert small_catalog.meta["counts"]["reviews"] == sum(len(b.reviews) for b in catalog_batches)
+    assert small_catalog.fingerprint == "test-small"
+
+
+def test_get_product_round_trips_the_product_dict(small_catalog, catalog_batches):
+    for product in [catalog_batches[0].products[0], catalog_batches[0].products[-1], *PROBE_PRODUCTS]:
+        got = small_catalog.get_product(product.product_id)
+        assert json.dumps(got.to_dict()) == json.dumps(product.to_dict())   # key order included
+    assert small_catalog.get_product("NO-SUCH-ID") is None
+
+
+def test_get_products_keeps_input_order_and_drops_unknown(small_catalog):
+    ids = ["PROBE-SKILLET", "missing", "PROBE-USBC", "PROBE-CASE"]
+    assert [p.product_id for p in small_catalog.get_products(ids)] == ["PROBE-SKILLET", "PROBE-USBC", "PROBE-CASE"]
+
+
+def test_iter_products_yields_every_product_once_in_build_order(small_catalog, catalog_batches):
+    expected = [p.product_id for b in catalog_batches for p in b.products]
+    assert [p.product_id for p in all_products(small_catalog)] == expected
+
+
+def test_reviews_in_stored_order_and_limit(small_catalog):
+    reviews = small_catalog.get_reviews("PROBE-USBC")
+    assert [r.review_id for r in reviews] == [900001, 900002, 900003]
+    assert reviews[1].to_dict() == PROBE_REVIEWS[1].to_dict()
+    assert [r.review_id for r in small_catalog.get_reviews("PROBE-USBC", limit=2)] == [900001, 900002]
+    assert small_catalog.get_reviews("NO-SUCH-ID") == []
+
+
+def test_store_products_exact_match_stable_order_true_total(small_catalog):
+    page = small_catalog.store_products("Slimfold")
+    assert [h.product_id for h in page.hits] == ["PROBE-CASE", "PROBE-CASES"] and page.total == 2
+    assert small_catalog.store_products("slimfold").total == 0           # case-sensitive
+    second = small_catalog.store_products("Slimfold", limit=1, offset=1)
+    assert [h.product_id for h in second.hits] == ["PROBE-CASES"] and second.total == 2
+
+
+# ------------------------------------------------------------------------------------- original mode
+
+def test_original_phrases_sanitise_like_the_original():
+    assert original_phrases('USB-C "fast" (charger) a+b ~x: ^y *') == ["USB C", "fast", "charger", "a b", "x", "y"]
+    assert original_phrases("  - :: ") == []
+    assert original_phrases("5.3") == ["5.3"]
+
+
+@pytest.mark.parametrize("query", ["USB-C", "phone case", "cases", "charger cable", "cafe", "Type C",
+                                   "black", "wireless earbuds", "for", "pro max case", "café 12 oz"])
+def test_original_mode_matches_sqlite_fts5(small_catalog, fts5, query):
+    """Same match set and true total as the original's FTS5 title index, over the same titles."""
+    expected = fts5(query)
+    page = small_catalog.search(query, mode="original", limit=1000)
+    assert page.total == len(expected)
+    assert {h.product_id for h in page.hits} == set(expected)
+
+
+def test_original_mode_semantics(small_catalog):
+    def ids(query):
+        return {h.product_id for h in small_catalog.search(query, mode="original", limit=1000).hits}
+
+    usbc = ids("USB-C")                       # the phrase "USB C": adjacent tokens only
+    assert "PROBE-USBC" in usbc and "PROBE-USBSPLIT" not in usbc
+    assert "PROBE-USBSPLIT" in ids("USB C adapter")
+    assert ids('"USB C" adapter') == ids("USB C adapter")   # split on whitespace first: quotes make no phrase
+    assert "PROBE-CASE" in ids("phone case") and "PROBE-CASES" not in ids("phone case")   # no stemming
+    assert "PROBE-CASES" in ids("phone cases") and "PROBE-CASE" not in ids("phone cases")
+    assert ids("slimfold phone case pixel") == {"PROBE-CASE"}        # implicit AND
+    assert ids("slimfold phone case banana") == set()
+    assert "PROBE-CAFE" in ids("creme brulee cafe")                  # case-folded, diacritics removed
+    assert ids(PARAPHRASE) == set()
+    for empty in ("", "   ", "- : ()"):
+        assert small_catalog.search(empty, mode="original").total == 0
+        assert small_catalog.search(empty, mode="hybrid").hits == []
+
+
+def test_original_mode_pages_are_consistent(small_catalog):
+    full = small_catalog.search("case", mode="original", limit=1000)
+    assert full.total > 5
+    page = small_catalog.search("case", mode="original", limit=3, offset=2)
+    assert page.total == full.total
+    assert [h.product_id for h in page.hits] == [h.product_id for h in full.hits[2:5]]
+    scores = [h.score for h in full.hits]
+    assert scores == sorted(scores, reverse=True)                    # BM25, best first
+
+
+# ------------------------------------------------------------------------- hybrid, fts, vector modes
+
+def test_hybrid_finds_a_paraphrase_that_original_misses(small_catalog):
+    assert small_catalog.search(PARAPHRASE, mode="original").total == 0
+    # Hybrid is the default mode. RRF can rank a product found by both legs (here "Pan-Tilt" in a camera's
+    # details) above one found only by the vector leg, so the paraphrase target is near, not always at, the top.
+    hybrid = small_catalog.search(PARAPHRASE, limit=3)
+    assert "PROBE-SKILLET" in [h.product_id for h in hybrid.hits]
+    vector = small_catalog.search(PARAPHRASE, mode="vector", limit=5)
+    assert vector.hits[0].product_id == "PROBE-SKILLET"
+
+
+def test_fts_mode_stems_and_reads_details(small_catalog):
+    assert {"PROBE-CASE", "PROBE-CASES"} <= {h.product_id for h in
+                                             small_catalog.search("slimfold phone cases", mode="fts").hits}
+    # "Cast Iron" is the Material detail; fts searches title + key detail values.
+    hits = small_catalog.search("forgewell cast iron", mode="fts").hits
+    assert hits and hits[0].product_id == "PROBE-SKILLET"
+
+
+def test_hybrid_total_is_the_candidate_pool_and_pages_tile_it(small_catalog):
+    full = small_catalog.search("usb c charger", limit=HYBRID_DEPTH)   # pages within the depth share a pool
+    assert HYBRID_DEPTH <= full.total <= 2 * HYBRID_DEPTH and len(full.hits) == HYBRID_DEPTH
+    pages = [small_catalog.search("usb c charger", limit=20, offset=o) for o in (0, 20, 40)]
+    assert all(p.total == full.total for p in pages)
+    assert [h.product_id for p in pages for h in p.hits] == [h.product_id for h in full.hits[:60]]
+
+
+def test_vector_total_counts_products_passing_where(small_catalog):
+    assert small_catalog.search("anything at all", mode="vector", limit=3).total == small_catalog.count()
+    cheap = sum(1 for p in all_products(small_catalog) if p.price is not None and p.price < 15)
+    assert small_catalog.search("anything at all", mode="vector", where="price < 15").total == cheap
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "fts", "vector", "original"])
+def test_where_prefilter(small_catalog, mode):
+    where = "price < 15 AND average_rating >= 3.9"
+    page = small_catalog.search("phone case", mode=mode, where=where, limit=50)
+    assert page.hits
+    for product in small_catalog.get_products([h.product_id for h in page.hits]):
+        assert product.price < 15 and product.average_rating >= 3.9
+    narrowed = small_catalog.search("charger", mode=mode, where="main_category = 'Probe Category'", limit=50)
+    assert {h.product_id for h in narrowed.hits} <= {p.product_id for p in PROBE_PRODUCTS}
+
+
+def test_true_totals_for_keyword_modes(small_catalog):
+    words = [set(re.findall(r"[^\W_]+", p.title.lower())) for p in all_products(small_catalog)]
+    expected = sum(1 for w in words if "case" in w)
+    assert small_catalog.search("case", mode="original", limit=1).total == expected
+    for query in ("phone case", "charger"):
+        everything = small_catalog.search(query, mode="fts", limit=10_000)
+        assert small_catalog.search(query, mode="fts", limit=2).total == everything.total == len(everything.hits)
+
+
+# ------------------------------------------------------------------------------------- review search
+
+@pytest.mark.parametrize("mode", ["hybrid", "fts", "original"])
+def test_search_reviews_only_returns_that_products_reviews(small_catalog, mode):
+    reviews = small_catalog.search_reviews("PROBE-USBC", "cable frayed", limit=5, mode=mode)
+    assert reviews and reviews[0].review_id == 900002
+    assert all(r.product_id == "PROBE-USBC" for r in reviews)
+    other = small_catalog.search_reviews("PROBE-CASE", "cable frayed", limit=5, mode=mode)
+    assert other and other[0].review_id == 900004 and all(r.product_id == "PROBE-CASE" for r in other)
+
+
+def test_search_reviews_original_is_strict_and(small_catalog):
+    got = small_catalog.search_reviews("PROBE-USBC", "frayed weeks", mode="original")
+    assert [r.review_id for r in got] == [900002]
+    assert small_catalog.search_reviews("PROBE-USBC", "frayed banana", mode="original") == []
+    assert small_catalog.search_reviews("PROBE-USBC", "", mode="hybrid") == []
+    assert len(small_catalog.search_reviews("PROBE-USBC", "charging", limit=1)) == 1
+
+
+# ------------------------------------------------------------------------------------------- sharding
+
+def test_shard_of_is_stable_and_spreads():
+    assert shard_of("B00ABC", 1) == 0
+    assert shard_of("B00ABC", 4) == shard_of("B00ABC", 4)
+    assert {shard_of(f"P{i}", 2) for i in range(50)} == {0, 1}
+
+
+def test_sharded_catalog_matches_unsharded(small_catalog, small_catalog_sharded):
+    one, two = small_catalog, small_catalog_sharded
+    assert two.meta["shards"] == 2 and all(c["products"] > 0 for c in two.meta["shard_counts"])
+    assert two.count() == one.count()
+    ids = [p.product_id for p in all_products(one)]
+    assert [p.product_id for p in all_products(two)] == ids
+    sample = ids[::37] + ["PROBE-USBC", "missing"]
+    assert [p.to_dict() for p in two.get_products(sample)] == [p.to_dict() for p in one.get_products(sample)]
+    assert [r.to_dict() for r in two.get_reviews("PROBE-USBC")] == [r.to_dict() for r in one.get_reviews("PROBE-USBC")]
+    assert two.store_products("Slimfold") == one.store_products("Slimfold")
+    for query in ("USB-C", "phone case", "charger"):
+        a, b = one.search(query, mode="original", limit=1000), two.search(query, mode="original", limit=1000)
+        assert a.total == b.total and {h.product_id for h in a.hits} == {h.product_id for h in b.hits}
+    assert "PROBE-SKILLET" in [h.product_id for h in two.search(PARAPHRASE, limit=3).hits]
+    assert [h.product_id for h in two.search("usb c charger", limit=5).hits] == \
+        [h.product_id for h in one.search("usb c charger", limit=5).hits]
+    assert two.search(PARAPHRASE, mode="vector", limit=10) == one.search(PARAPHRASE, mode="vector", limit=10)
+
+
+def test_open_is_read_only(small_catalog):
+    shard = small_catalog.shards[0]
+    with pytest.raises(Exception):
+        shard.products.delete("product_id = 'PROBE-USBC'")
+    assert small_catalog.get_product("PROBE-USBC") is not None
+
+
+# ------------------------------------------------------------------------------ fingerprint and cache
+
+def test_fingerprint_determinism_and_build_once(tmp_path, embedder, monkeypatch):
+    from ecab.catalog import build
+
+    cfg = {"source": "synthetic", "products": 60, "seed": 3, "shards": 1, "batch_size": 25}
+    fp = build.catalog_fingerprint(cfg)
+    assert fp == build.catalog_fingerprint(dict(cfg)) and len(fp) == 64
+    assert build.catalog_fingerprint({**cfg, "seed": 4}) != fp
+    assert build.catalog_fingerprint({**cfg, "shards": 2}) != fp
+    assert build.catalog_fingerprint({**cfg, "products": 61}) != fp
+
+    first = build.ensure_catalog(cfg, tmp_path, embedder=embedder, progress=False)
+    assert first.fingerprint == fp and first.path == tmp_path / "catalogs" / fp and first.count() == 60
+    assert [p.name for p in (tmp_path / "catalogs").iterdir()] == [fp]    # no temp dir left behind
+
+    def no_rebuild(*args, **kwargs):
+        raise AssertionError("ensure_catalog rebuilt a cached catalog")
+
+    monkeypatch.setattr(build, "build_catalog", no_rebuild)
+    second = build.ensure_catalog(dict(cfg), tmp_path, embedder=embedder, progress=False)
+    assert second.fingerprint == fp and second.count() == 60
+
+
+def test_failed_build_leaves_nothing_that_looks_complete(tmp_path, embedder):
+    from ecab.catalog.store import build_catalog
+
+    def broken():
+        yield from []
+        raise RuntimeError("source crashed")
+
+    with pytest.raises(RuntimeError):
+        build_catalog(broken(), tmp_path / "cat", embedder=embedder, fingerprint="x", progress=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bad_config_names_the_key(tmp_path):
+    from ecab.catalog.build import CatalogConfigError, catalog_fingerprint
+
+    with pytest.raises(CatalogConfigError, match="catalog.source"):
+        catalog_fingerprint({"source": "nope"})
+    with pytest.raises(CatalogConfigError, match="catalog.shards"):
+        catalog_fingerprint({"source": "synthetic", "shards": 0})
+    with pytest.raises(CatalogConfigError, match="catalog.path"):
+        catalog_fingerprint({"source": "productdb", "path": str(tmp_path / "missing.db")})
+    with pytest.raises(FileNotFoundError, match="meta.json"):
+        LanceCatalog.open(tmp_path)
+
+
+# ---------------------------------------------------------------------------------------------- embedder
+
+def test_embedder_vectors_dedupe_and_concurrent_queries(embedder):
+    import threading
+
+    import numpy as np
+
+    from ecab.catalog.embed import DIM
+
+    texts = ["usb c charger", "cast iron skillet", "usb c charger"]
+    vectors = embedder.encode(texts)
+    assert vectors.shape == (3, DIM) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert np.array_equal(vectors[0], vectors[2]) and not np.allclose(vectors[0], vectors[1])
+
+    queries = [f"wireless earbuds model {i}" for i in range(12)]
+    alone = embedder.encode(queries)
+    embedder.clear_cache()
+    results: dict[int, np.ndarray] = {}
+
+    def ask(i):
+        results[i] = embedder.encode_query(queries[i])
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(len(queries))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, query in enumerate(queries):
+        assert np.allclose(results[i], alone[i], atol=1e-5), query
+        assert embedder.encode_query(query) is results[i]       # cached
