@@ -48,7 +48,40 @@ def explain(exc: BaseException) -> str:
     if missing and (CONF_DIR / missing.group(1)).is_dir():
         group, option = missing.groups()
         return (f"unknown {group} '{option}'; choose one of: {', '.join(group_options(group))}")
+    unknown = re.search(r"Could not override '([^']+)'", line)
+    if unknown:
+        return f"unknown config key '{unknown.group(1)}' (see conf/config.yaml; to add a new key use +{unknown.group(1)}=...)"
     return line
+
+
+def preflight(argv: Sequence[str], config_name: str = "config") -> None:
+    """Check command-line overrides before `@hydra.main` runs, so a bad one gives one clear line.
+
+    Hydra's own error for an unknown option is a multi-line dump. For a multirun sweep
+    (`model=a,b budget=25,50`) every value of every swept key is checked once.
+    """
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    overrides = [a for a in argv if not a.startswith("-") and not a.startswith("hydra")
+                 and not a.startswith("+hydra") and "=" in a]
+    parser, parsed = OverridesParser.create(), []
+    for text in overrides:
+        try:
+            parsed += parser.parse_overrides([text])
+        except HydraException as exc:
+            raise ConfigError(f"bad override '{text}': {first_line(exc)}") from None
+    choices = []
+    for override in parsed:
+        prefix = override.input_line.split("=", 1)[0]
+        values = (list(override.sweep_string_iterator()) if override.is_sweep_override()
+                  else [override.get_value_element_as_str()])
+        choices.append([f"{prefix}={v}" for v in values])
+    base = [c[0] for c in choices]
+    load_config(base, config_name)
+    for i, options in enumerate(choices):
+        for option in options[1:]:
+            load_config(base[:i] + [option] + base[i + 1:], config_name)
 
 
 def first_line(exc: BaseException) -> str:

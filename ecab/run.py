@@ -22,7 +22,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import hydra  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
-from ecab.config import ConfigError, die, require  # noqa: E402
+from ecab.config import ConfigError, die, preflight, require  # noqa: E402
 from ecab.schema import FormatError, Task, dumps, read_tasks, write_jsonl  # noqa: E402
 
 SECRET_MARKERS = ("api_key", "secret", "token", "password")
@@ -206,4 +206,8 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    try:
+        preflight(sys.argv[1:])
+    except ConfigError as exc:
+        die(str(exc))
     sys.exit(main())
