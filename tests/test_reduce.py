@@ -517,3 +517,57 @@ def test_a_torn_last_line_from_a_killed_writer_is_skipped(run, summary, tmp_path
     part.write_text(part.read_text(encoding="utf-8") + "\n", encoding="utf-8")   # now a complete bad line
     with pytest.raises(FormatError, match=r"part-00000.jsonl:4: malformed JSON"):
         reduce_run(run_dir)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The paper's diagnostics (issue 7)
+# ---------------------------------------------------------------------------------------------------------
+
+def test_failure_rate_per_requirement_source(summary):
+    fails = summary["failure_by_source"]
+    # query rubrics scored: E1 1 ok, E2 2 ok, E3 1 ok 1 failed, E5 2 failed, E6 2 failed, E7 2 failed
+    assert {k: fails["query"][k] for k in ("count", "failed", "failure_rate")} == \
+        {"count": 11, "failed": 7, "failure_rate": round(7 / 11, 4)}
+    # persona: E1 r2 ok, E3 r3 unscored (left out), E7 r3 failed
+    assert fails["persona"]["failure_rate"] == 0.5 and fails["persona"]["count"] == 2
+    assert fails["clarification"]["by_type"]["negative_attribute"] == {"count": 1, "failed": 0, "failure_rate": 0.0}
+
+
+def test_accuracy_given_profile_and_asking(summary):
+    given = summary["accuracy_given"]
+    # read the profile and asked: E1 (correct), E2 (correct), E5 (wrong); neither: E3 (correct), E6, E7
+    assert given["profile_read"] == {"episodes": 3, "scored": 3, "accuracy": 0.6667}
+    assert given["profile_not_read"] == {"episodes": 3, "scored": 3, "accuracy": 0.3333}
+    assert given["asked_user"]["accuracy"] == 0.6667 and given["did_not_ask"]["accuracy"] == 0.3333
+
+
+def test_interaction_table8_fields_and_first_ask_bins(summary):
+    inter = summary["interaction"]
+    assert inter["profile_read_rate"] == 0.5 and inter["finish_rate"] == round(4 / 6, 4)   # E1 E2 E3 E6
+    assert inter["first_ask_user_position_median"] == round(1 / 79, 4)   # of 1/29, 1/79 and 0
+    bins = {r["bin"]: r for r in inter["first_ask_vs_accuracy"]}
+    assert bins["0.0-0.2"] == {"bin": "0.0-0.2", "episodes": 3, "scored": 3, "accuracy": 0.6667}
+    assert bins["never asked"]["accuracy"] == 0.3333 and bins["0.4-0.6"]["accuracy"] is None
+
+
+def test_search_depth_counts_queries_and_pages():
+    from ecab.reduce.metrics import search_depth
+    tasks, trajectories, judgements = make_run()
+    e1 = join_episodes(tasks, trajectories[:1], judgements[:1])[0]
+    e1.traj.steps[1:1] = [step(5, "search_products", arguments={"query": "Laptop", "page": 0}),
+                          step(6, "search_products", arguments={"query": "laptop ", "page": 2}),
+                          step(7, "search_products", arguments={"query": "usb hub"})]
+    assert search_depth([e1]) == {"searches_mean": 3.0, "distinct_queries_mean": 2.0, "next_page_calls_mean": 1.0,
+                                  "result_pages_deepest_mean": 3.0}
+
+
+def test_summary_md_has_the_new_sections(summary):
+    from ecab.reduce.report import render_markdown
+    md = render_markdown(summary)
+    for heading in ("## Confidence intervals (95%, bootstrap over 4 tasks", "## Trials", "## Difficulty buckets",
+                    "By raw rubric count:", "## Interaction behaviour", "## Accuracy given behaviour",
+                    "## Failure rate per requirement by source", "## Judge audit", "## Review evidence failures",
+                    "![accuracy vs budget](plots/accuracy_vs_budget.png)"):
+        assert heading in md, heading
+    assert "| overall accuracy | 50.0% [" in md
+    assert "  - `T2` trial 0: predicted `P-other`, target `P-T2`" in md

@@ -55,7 +55,9 @@ HOSTILE = {
     "infinite_loop": ("while True:\n    pass", "TimeoutError: execution exceeded"),
     "string_bomb": ("'x' * 10**10", "MemoryError"),
     "list_bomb": ("[0] * 10**10", "MemoryError"),
-    "growing_list": ("x = []\nwhile True:\n    x.append('y' * 10**6)", "MemoryError"),
+    # Usually the memory limit stops it; on a loaded machine the wall clock may fire first. Either is a
+    # contained failure.
+    "growing_list": ("x = []\nwhile True:\n    x.append('y' * 10**6)", "MemoryError|TimeoutError: execution exceeded"),
     "bigint_power": ("x = 10**10**9", "TimeoutError: execution exceeded"),
     "subclasses": ("().__class__.__bases__[0].__subclasses__()", "Forbidden"),
     "open_file": ("open('/etc/passwd').read()", "name 'open' is not defined"),
@@ -94,7 +96,7 @@ def test_hostile_inputs_fail_fast_and_sandbox_recovers(box):
     for (name, (_, expected)), (result, elapsed) in zip(HOSTILE.items(), results):
         assert set(result) == {"error"}, (name, result)
         assert result["error"].startswith("Tool call failed: "), (name, result)
-        assert expected in result["error"], (name, result)
+        assert any(e in result["error"] for e in expected.split("|")), (name, result)
     # Deadline per call, measured one at a time so that queueing cannot hide a slow failure.
     for name in ("infinite_loop", "string_bomb", "list_bomb", "subclasses", "open_file", "dunder_import",
                  "import_socket", "bigint_power"):

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterator
 
+from ecab.reduce.audit import judge_agreement, judge_files
 from ecab.reduce.budget import truncated_accuracy
 from ecab.reduce.metrics import summarize
 from ecab.reduce.report import render_markdown, write_summary
@@ -110,16 +111,26 @@ def _name(manifest: dict[str, Any], key: str, fallback: str) -> str:
     return value if isinstance(value, str) and value else fallback
 
 
-def reduce_run(run_dir: str | Path) -> dict[str, Any]:
-    """Rebuild and write summary.json and summary.md of a run folder; returns the summary."""
+def read_other_judges(run_dir: Path) -> dict[str, list[Judgement]]:
+    """{judge: judgements} of every `verdicts.<judge>.jsonl` in the run folder (empty when only one judge ran)."""
+    return {name: read_judgements(path) for name, path in judge_files(run_dir).items()}
+
+
+def reduce_run(run_dir: str | Path, *, plots: bool = True) -> dict[str, Any]:
+    """Rebuild every artifact of a run folder from the files on disk: summary.json, summary.md and (unless
+    plots=False) plots/*.png. With two or more `verdicts.<judge>.jsonl` files the judges' agreement is
+    added as `judge_agreement`. Returns the summary."""
+    run_dir = Path(run_dir)
     manifest, tasks, trajectories, judgements = load_run(run_dir)
     model = _name(manifest, "model", next((t.model for t in trajectories if t.model), ""))
     judge_model = _name(manifest, "judge_model", next((j.judge for j in judgements if j.judge), ""))
+    others = read_other_judges(run_dir)
     try:
-        summary = summarize(tasks, trajectories, judgements, model=model, judge_model=judge_model)
+        extra = {"judge_agreement": judge_agreement(others, tasks)} if len(others) >= 2 else None
+        summary = summarize(tasks, trajectories, judgements, model=model, judge_model=judge_model, extra=extra)
     except ValueError as exc:
         if isinstance(exc, FormatError):
             raise
-        raise FormatError(str(exc), path=Path(run_dir)) from None
-    write_summary(run_dir, summary)
+        raise FormatError(str(exc), path=run_dir) from None
+    write_summary(run_dir, summary, plots=plots)
     return summary

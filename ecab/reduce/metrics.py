@@ -15,7 +15,9 @@ from typing import Any, Callable, Iterable, Sequence
 from ecab.reduce.budget import (CUT_POINTS, Outcome, accuracy_added, cap_reached, cut_points_for,
                                 describe_unit, outcome_of, pair_by_unit, truncated_accuracy_of,
                                 unit_key)
+from ecab.reduce.audit import judge_audit
 from ecab.reduce.report import write_summary  # noqa: F401  (re-exported: callers import it from here too)
+from ecab.reduce.variance import variance_section
 from ecab.schema import INFO_SOURCES, TERMINATIONS, VERDICT_METHODS, Judgement, Task, Trajectory, Verdict
 
 TOP_FAILURE_REASONS = 20
@@ -369,17 +371,105 @@ def first_ask_position(e: Episode) -> float | None:
     return (min(asks) - 1) / (total - 1) if total > 1 else 0.0
 
 
+def search_depth(evaluated: Sequence[Episode]) -> dict[str, Any]:
+    """Searches per episode and how deep into the result pages they went (page 0 is the first page)."""
+    n = len(evaluated)
+    searches = [[s for s in e.traj.steps if s.tool == SEARCH_TOOL] for e in evaluated]
+    pages = [[_page_of(s) for s in ss] for ss in searches]
+    queries = [{str(s.arguments.get("query", "")).strip().lower() for s in ss if isinstance(s.arguments, dict)}
+               for ss in searches]
+    searched = [p for p in pages if p]
+    return {
+        "searches_mean": _rate(sum(map(len, searches)), n),
+        "distinct_queries_mean": _rate(sum(map(len, queries)), n),
+        "next_page_calls_mean": _rate(sum(sum(1 for x in p if x > 0) for p in pages), n),
+        "result_pages_deepest_mean": _rate(sum(max(p) + 1 for p in searched), len(searched)),
+    }
+
+
+def _page_of(step) -> int:
+    page = step.arguments.get("page", 0) if isinstance(step.arguments, dict) else 0
+    try:
+        return max(0, int(page or 0))
+    except (TypeError, ValueError):
+        return 0
+
+
+FIRST_ASK_BINS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+
+
+def first_ask_bins(evaluated: Sequence[Episode]) -> list[dict[str, Any]]:
+    """Accuracy by where the first ask_user fell (5 bins of width 0.2, then the episodes that never asked)."""
+    rows = []
+    for low, high in zip(FIRST_ASK_BINS, FIRST_ASK_BINS[1:]):
+        last = high == FIRST_ASK_BINS[-1]
+        members = [e for e in evaluated if (p := first_ask_position(e)) is not None
+                   and low <= p and (p <= high if last else p < high)]
+        rows.append(_bin_row(f"{low:.1f}-{high:.1f}", members))
+    rows.append(_bin_row("never asked", [e for e in evaluated if first_ask_position(e) is None]))
+    return rows
+
+
+def _bin_row(label: str, members: Sequence[Episode]) -> dict[str, Any]:
+    base = _scored(members)
+    return {"bin": label, "episodes": len(members), "scored": len(base),
+            "accuracy": _rate(sum(e.correct for e in base), len(base)) if base else None}
+
+
 def interaction_section(episodes: Sequence[Episode]) -> dict[str, Any]:
+    """The paper's Table 8 row (interaction behaviour) and the per-episode data behind Figure 4."""
     evaluated = _evaluated(episodes)
     n = len(evaluated)
     calls = Counter(s.tool for e in evaluated for s in e.traj.steps if s.tool is not None)
     positions = [p for e in evaluated if (p := first_ask_position(e)) is not None]
+    depth = search_depth(evaluated)
     return {
         "calls_per_tool_mean": {tool: _rate(calls[tool], n) for tool in sorted(calls)},
-        "searches_mean": _rate(calls.get(SEARCH_TOOL, 0), n),
+        "searches_mean": depth["searches_mean"],
+        "search_depth": depth,
         "ask_user_episode_rate": _rate(sum(e.traj.ask_user_calls > 0 for e in evaluated), n),
         "first_ask_user_position_mean": _r4(sum(positions) / len(positions)) if positions else None,
+        "first_ask_user_position_median": _r4(_median(positions)) if positions else None,
+        "profile_read_rate": _rate(sum(e.traj.get_profile_calls > 0 for e in evaluated), n),
+        "finish_rate": _rate(sum(e.traj.finished for e in evaluated), n),
+        "first_ask_vs_accuracy": first_ask_bins(evaluated),
     }
+
+
+def _accuracy_of(members: Sequence[Episode]) -> dict[str, Any]:
+    base = _scored(members)
+    return {"episodes": len(members), "scored": len(base),
+            "accuracy": _rate(sum(e.correct for e in base), len(base)) if base else None}
+
+
+def accuracy_given(episodes: Sequence[Episode]) -> dict[str, Any]:
+    """Accuracy conditioned on reading the profile and on asking the user (correlation, not cause)."""
+    evaluated = _evaluated(episodes)
+    read = [e.traj.get_profile_calls > 0 for e in evaluated]
+    asked = [e.traj.ask_user_calls > 0 for e in evaluated]
+    return {
+        "profile_read": _accuracy_of([e for e, r in zip(evaluated, read) if r]),
+        "profile_not_read": _accuracy_of([e for e, r in zip(evaluated, read) if not r]),
+        "asked_user": _accuracy_of([e for e, a in zip(evaluated, asked) if a]),
+        "did_not_ask": _accuracy_of([e for e, a in zip(evaluated, asked) if not a]),
+    }
+
+
+def failure_by_source(episodes: Sequence[Episode]) -> dict[str, dict[str, Any]]:
+    """Per requirement source: how often its rubrics fail, overall and per rubric type."""
+    def tally(results: Sequence[RubricResult]) -> dict[str, Any]:
+        scored = [r for r in results if r.satisfied is not None]
+        failed = sum(1 for r in scored if r.satisfied is False)
+        return {"count": len(scored), "failed": failed, "failure_rate": _rate(failed, len(scored))}
+
+    results = _rubrics(episodes)
+    out = {}
+    for source, group in by_source(episodes).items():
+        members = [r for r in results if r.source == source]
+        out[source] = {**tally(members),
+                       "by_type": {t: tally([r for r in members if r.type == t])
+                                   for t in sorted({r.type for r in members})}}
+    return out
 
 
 def review_failure_kind(e: Episode) -> str:
@@ -411,15 +501,37 @@ def episode_usage(traj: Trajectory) -> dict[str, float]:
     return {k: float(v or 0) for k, v in usage.items()}
 
 
-def tokens_and_cost(episodes: Sequence[Episode]) -> dict[str, Any]:
-    totals = {k: 0.0 for k in (*TOKEN_KEYS, "cost_usd")}
-    for e in episodes:
-        for k, v in episode_usage(e.traj).items():
-            totals[k] += v
-    n = len(episodes)
+def _usage_totals(usages: Sequence[dict[str, float]], keys: Sequence[str]) -> dict[str, Any]:
+    """{episodes, total, mean_per_episode} of per-episode usage dicts (cost in USD to 6 decimals)."""
+    totals = {k: 0.0 for k in keys}
+    for usage in usages:
+        for k in keys:
+            totals[k] += float(usage.get(k) or 0)
+    n = len(usages)
     as_number = {k: (round(v, 6) if k == "cost_usd" else int(v)) for k, v in totals.items()}
     means = {k: (round(v / n, 6) if k == "cost_usd" else _r4(v / n)) if n else 0.0 for k, v in totals.items()}
     return {"episodes": n, "total": as_number, "mean_per_episode": means}
+
+
+JUDGE_USAGE_KEYS = ("calls", "cache_hits", "input_tokens", "output_tokens", "cost_usd")
+
+
+def episode_model(e: Episode) -> str:
+    return str(e.traj.unit.get("model") or e.traj.model or "(unknown)")
+
+
+def tokens_and_cost(episodes: Sequence[Episode]) -> dict[str, Any]:
+    """The agents' tokens and cost (all episodes, and per model), and what the LLM judge cost: its
+    `judge_usage` per judgement (absent for the rules judge, which costs nothing)."""
+    keys = (*TOKEN_KEYS, "cost_usd")
+    out = _usage_totals([episode_usage(e.traj) for e in episodes], keys)
+    models = sorted({episode_model(e) for e in episodes})
+    out["by_model"] = {m: _usage_totals([episode_usage(e.traj) for e in episodes if episode_model(e) == m], keys)
+                       for m in models}
+    judged = [e.judgement.extras["judge_usage"] for e in episodes
+              if e.judgement is not None and isinstance(e.judgement.extras.get("judge_usage"), dict)]
+    out["judge"] = _usage_totals(judged, JUDGE_USAGE_KEYS)
+    return out
 
 
 def latency_section(episodes: Sequence[Episode]) -> dict[str, Any]:
@@ -466,6 +578,10 @@ def ecab_keys(episodes: Sequence[Episode]) -> dict[str, Any]:
         "by_rubric_count": group_by(episodes, lambda e: f"{len(e.task.rubrics):02d}"),
         "interaction": interaction_section(episodes),
         "review_evidence_failures": review_evidence_failures(episodes),
+        "failure_by_source": failure_by_source(episodes),
+        "accuracy_given": accuracy_given(episodes),
+        "judge_audit": judge_audit(episodes),
+        "variance": variance_section(episodes),
         "tokens_and_cost": tokens_and_cost(episodes),
         "latency": latency_section(episodes),
         "tool_errors": tool_errors_section(episodes),

@@ -112,9 +112,7 @@ def ecab_sections(s: dict[str, Any]) -> list[str]:
                          [[*row, pct(g["budget_match"]["satisfaction"])]
                           for row, g in zip(_group_rows(s["by_voucher_kind"]), s["by_voucher_kind"].values())]),
                   ""]
-    lines += ["## By implicit requirements", *table(("implicit", *GROUP_HEADERS),
-                                                    _group_rows(s["by_implicit_count"])), "",
-              "## Judging methods",
+    lines += ["## Judging methods",
               *table(("source", *methods, "unscored"),
                      [[name, *[g["methods"].get(m, 0) for m in methods], g["unscored"]]
                       for name, g in s["by_source"].items()]), "",
@@ -137,8 +135,123 @@ def ecab_sections(s: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _ci_text(ci: dict[str, Any] | None) -> str:
+    if not ci or ci.get("estimate") is None:
+        return "n/a"
+    return f"{pct(ci['estimate'])} [{pct(ci['low'])}, {pct(ci['high'])}]"
+
+
+def variance_sections(s: dict[str, Any]) -> list[str]:
+    v = s.get("variance")
+    if not v:
+        return []
+    rows = [["overall accuracy", _ci_text(v["accuracy"])], ["overall rubric satisfaction",
+                                                           _ci_text(v["rubric_satisfaction"])]]
+    rows += [[f"satisfaction, source {name}", _ci_text(ci)] for name, ci in v["by_source"].items()]
+    rows += [[f"accuracy, intent {name}", _ci_text(g["accuracy"])] for name, g in v["by_intent"].items()]
+    rows += [[f"satisfaction, intent {name}", _ci_text(g["rubric_satisfaction"])]
+             for name, g in v["by_intent"].items()]
+    lines = [f"## Confidence intervals ({v['level']:.0%}, bootstrap over {v['tasks']} tasks, "
+             f"{v['resamples']} resamples, seed {v['seed']})", *table(("statistic", "estimate [low, high]"), rows), ""]
+    if v["max_scored_trials_per_task"] > 1:
+        flips = v["flips"]
+        lines += ["## Trials", *table(("k", "pass^k", "tasks"),
+                                      [[k, pct(p["value"]), p["tasks"]] for k, p in v["pass_k"].items()]),
+                  f"- Tasks whose outcome flips between trials: {flips['flipped']} of {flips['tasks']} "
+                  f"({pct(flips['rate'])})", ""]
+    return lines
+
+
+def difficulty_sections(s: dict[str, Any]) -> list[str]:
+    return ["## Difficulty buckets",
+            "By implicit query requirements:", "",
+            *table(("implicit", *GROUP_HEADERS), _group_rows(s["by_implicit_count"])), "",
+            "By raw rubric count:", "",
+            *table(("rubrics", *GROUP_HEADERS), _group_rows(s["by_rubric_count"])), ""]
+
+
+def interaction_sections(s: dict[str, Any]) -> list[str]:
+    inter = s["interaction"]
+    depth = inter.get("search_depth", {})
+    given = s.get("accuracy_given", {})
+    lines = ["## Interaction behaviour",
+             *table(("tool", "mean calls per episode"), list(inter["calls_per_tool_mean"].items())), "",
+             f"- Searches per episode: {num(inter['searches_mean'])} (distinct queries "
+             f"{num(depth.get('distinct_queries_mean'))}, next-page calls {num(depth.get('next_page_calls_mean'))},"
+             f" deepest result page reached {num(depth.get('result_pages_deepest_mean'))})",
+             f"- First ask_user position (0 = start, 1 = end): mean {num(inter['first_ask_user_position_mean'])}, "
+             f"median {num(inter.get('first_ask_user_position_median'))}",
+             f"- Share of episodes with ask_user: {pct(inter['ask_user_episode_rate'])}",
+             f"- Profile-read rate: {pct(inter.get('profile_read_rate'))}",
+             f"- Finish rate: {pct(inter.get('finish_rate'))}", ""]
+    if inter.get("first_ask_vs_accuracy"):
+        lines += ["First ask_user position vs accuracy:", "",
+                  *table(("first ask position", "episodes", "scored", "accuracy"),
+                         [[r["bin"], r["episodes"], r["scored"], pct(r["accuracy"])]
+                          for r in inter["first_ask_vs_accuracy"]]), ""]
+    if given:
+        lines += ["## Accuracy given behaviour",
+                  *table(("condition", "episodes", "scored", "accuracy"),
+                         [[name.replace("_", " "), g["episodes"], g["scored"], pct(g["accuracy"])]
+                          for name, g in given.items()]), ""]
+    return lines
+
+
+def failure_sections(s: dict[str, Any]) -> list[str]:
+    fails = s.get("failure_by_source")
+    if not fails:
+        return []
+    rows = []
+    for source, g in fails.items():
+        rows.append([source, "(all)", g["count"], g["failed"], pct(g["failure_rate"])])
+        rows += [[source, t, x["count"], x["failed"], pct(x["failure_rate"])] for t, x in g["by_type"].items()]
+    return ["## Failure rate per requirement by source",
+            *table(("source", "rubric_type", "count", "failed", "failure_rate"), rows), ""]
+
+
+LIST_LIMIT = 20
+
+
+def audit_sections(s: dict[str, Any]) -> list[str]:
+    audit = s.get("judge_audit")
+    if not audit:
+        return []
+    lines = ["## Judge audit",
+             f"- Judge misjudged (exact target, some rubric unsatisfied): {audit['judge_misjudged_count']}",
+             *[f"  - `{c['task_id']}` trial {c['trial']}: failed {', '.join(c['failed_rubrics'])}"
+               for c in audit["judge_misjudged"][:LIST_LIMIT]],
+             f"- Non-exact but correct, to review: {audit['non_exact_but_correct_count']}"
+             + (f" (first {LIST_LIMIT} below; all in summary.json)"
+                if audit["non_exact_but_correct_count"] > LIST_LIMIT else ""),
+             *[f"  - `{c['task_id']}` trial {c['trial']}: predicted `{c['predicted_product_id']}`, target "
+               f"`{c['target_product_id']}`" for c in audit["non_exact_but_correct"][:LIST_LIMIT]], ""]
+    for pair in s.get("judge_agreement") or []:
+        a, b = pair["judges"]
+        rows = [[t, x["n"], pct(x["agreement"]), num(x["kappa"], 3) if x["kappa"] is not None else "n/a (one label)",
+                 x["only_first"], x["only_second"]]
+                for t, x in [*pair["by_type"].items(), ("(all)", pair["overall"])]]
+        lines += [f"## Judge agreement: {a} vs {b}",
+                  *table(("rubric_type", "verdicts", "agreement", "Cohen's kappa", f"only {a} satisfied",
+                          f"only {b} satisfied"), rows), "",
+                  f"Disagreements: {len(pair['disagreements'])}" + (f" (first {LIST_LIMIT})"
+                                                                    if len(pair["disagreements"]) > LIST_LIMIT else ""),
+                  *[f"- `{d['task_id']}` trial {d['trial']} {d['rubric_id']} ({d['type']}): {a}={d[a]}, {b}={d[b]}"
+                    for d in pair["disagreements"][:LIST_LIMIT]], ""]
+    return lines
+
+
+PLOT_FILES = ("satisfaction_by_source.png", "accuracy_by_intent.png", "accuracy_vs_budget.png",
+              "first_ask_vs_accuracy.png")
+
+
+def plot_links() -> list[str]:
+    return ["## Plots", *[f"![{name[:-4].replace('_', ' ')}](plots/{name})" for name in PLOT_FILES], ""]
+
+
 def render_markdown(summary: dict[str, Any]) -> str:
-    return "\n".join(original_sections(summary) + ecab_sections(summary))
+    return "\n".join(original_sections(summary) + ecab_sections(summary) + variance_sections(summary)
+                     + difficulty_sections(summary) + interaction_sections(summary) + failure_sections(summary)
+                     + audit_sections(summary) + plot_links())
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -147,9 +260,13 @@ def _write_atomic(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
-def write_summary(run_dir: str | Path, summary: dict[str, Any]) -> None:
-    """Write summary.json (the dict, indented) and summary.md (rendered from it) into the run folder."""
+def write_summary(run_dir: str | Path, summary: dict[str, Any], *, plots: bool = True) -> None:
+    """Write summary.json (the dict, indented), summary.md (rendered from it) and, unless plots=False, the
+    PNG charts in plots/ (drawn from the same dict)."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     _write_atomic(run_dir / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
     _write_atomic(run_dir / "summary.md", render_markdown(summary))
+    if plots:
+        from ecab.reduce.plots import render_run_plots   # matplotlib only when charts are drawn
+        render_run_plots(summary, run_dir / "plots")
