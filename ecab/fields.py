@@ -106,19 +106,44 @@ def canonical_field(key: str) -> str:
     return FIELD_NAME_ALIASES.get(key, key)
 
 
+def _empty(value: Any) -> bool:
+    return value is None or value == "" or value == [] or value == {}
+
+
+# Lower-cased spellings to look for, per requested field: built once per field name, not per call.
+_WANTED_CACHE: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {}
+
+
+def _wanted(field: str) -> tuple[tuple[str, ...], frozenset[str]]:
+    cached = _WANTED_CACHE.get(field)
+    if cached is None:
+        name = field.split(".", 1)[1] if field.startswith("details.") else field
+        name = canonical_field(name)
+        spellings = (name, *ALIASES_BY_CANONICAL.get(name, []))
+        cached = _WANTED_CACHE[field] = (spellings, frozenset(k.lower() for k in spellings))
+    return cached
+
+
 def lookup_detail(details: Mapping[str, Any] | None, field: str) -> Any:
     """The value of detail `field` (canonical name, `details.` prefix allowed), alias-aware and
-    case-insensitive; None when absent or empty. The canonical spelling wins over an alias."""
+    case-insensitive; None when absent or empty. The canonical spelling wins over an alias.
+
+    This sits on the hot path of construction, uniqueness counting and judging, so the exact-spelling
+    probe comes first and the case-insensitive scan only runs when it misses.
+    """
     if not details:
         return None
-    name = field.split(".", 1)[1] if field.startswith("details.") else field
-    name = canonical_field(name)
-    wanted = [name, *ALIASES_BY_CANONICAL.get(name, [])]
-    lowered = {str(k).lower(): v for k, v in details.items()}
-    for key in wanted:
+    spellings, lowered = _wanted(field)
+    for key in spellings:
         value = details.get(key)
-        if value in (None, "", [], {}):
-            value = lowered.get(key.lower())
-        if value not in (None, "", [], {}):
+        if not _empty(value):
             return value
+    found: dict[str, Any] = {}
+    for key, value in details.items():
+        low = str(key).lower()
+        if low in lowered and not _empty(value) and low not in found:
+            found[low] = value
+    for key in spellings:
+        if key.lower() in found:
+            return found[key.lower()]
     return None

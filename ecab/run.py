@@ -60,16 +60,43 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError(f"budget must be a positive integer, got {budget!r}")
     if not isinstance(cfg.trials, int) or cfg.trials < 1:
         raise ConfigError(f"trials must be a positive integer, got {cfg.trials!r}")
-    from ecab.agents import OFFLINE_KINDS
-    if cfg.model.kind not in OFFLINE_KINDS:
-        raise ConfigError(f"model '{cfg.model.name}' (kind {cfg.model.kind}) has no agent in this build; "
-                          f"offline models: {', '.join(OFFLINE_KINDS)}")
+    from ecab.agents import LLM_KINDS, OFFLINE_KINDS
+    if cfg.model.kind not in OFFLINE_KINDS + LLM_KINDS:
+        raise ConfigError(f"model '{cfg.model.name}' has unknown kind {cfg.model.kind!r}; "
+                          f"kinds: {', '.join(OFFLINE_KINDS + LLM_KINDS)}")
+    if cfg.model.kind in LLM_KINDS:
+        validate_llm_model(cfg.model)
     if cfg.benchmark.source == "file":
         path = Path(str(require(cfg, "benchmark.path")))
         if not path.is_file():
             raise ConfigError(f"benchmark.path: file not found: {path}")
     if cfg.tools.search not in ("hybrid", "fts", "vector", "original"):
         raise ConfigError(f"tools.search must be hybrid, fts, vector or original, got {cfg.tools.search!r}")
+
+
+def validate_llm_model(model: DictConfig) -> None:
+    """Before any work: the model id, the simulator settings, and the API key (its variable, never its value)."""
+    from ecab.agents.keys import resolve_api_key
+    require(model, "model_id")
+    if OmegaConf.select(model, "sim") is not None:
+        from ecab.sim import SimConfig
+        try:
+            SimConfig.from_any(model.sim)
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(str(exc)) from None
+    resolve_api_key(model)
+
+
+def start_simulator(cfg: DictConfig):
+    """model=sim without a base_url: serve the simulator in this process; returns (server or None, the
+    config to run with, its model.base_url pointing at the simulator)."""
+    if OmegaConf.select(cfg, "model.sim") is None or OmegaConf.select(cfg, "model.base_url"):
+        return None, cfg
+    from ecab.sim import SimServer
+    server = SimServer(cfg.model.sim)
+    url = server.start()
+    print(f"simulator: {url} (stopped at the end of the run)")
+    return server, OmegaConf.merge(cfg, {"model": {"base_url": url}})
 
 
 def open_catalog(cfg: DictConfig):
@@ -100,7 +127,8 @@ def prepare_folder(cfg: DictConfig, tasks: list[Task], catalog):
     from ecab.runner.store import RunFolder
     folder = RunFolder(Path(cfg.run.dir) / run_name(cfg))
     resolved = redact(OmegaConf.to_container(cfg, resolve=True))
-    identity = {k: v for k, v in resolved.items() if k not in ("run",)}
+    # The runner (local or ray, its concurrency) never changes a result, so a run may resume on another.
+    identity = {k: v for k, v in resolved.items() if k not in ("run", "runner")}
     manifest = {
         "run_name": run_name(cfg),
         "config_hash": stable_hash(identity),
@@ -127,9 +155,11 @@ def prepare_folder(cfg: DictConfig, tasks: list[Task], catalog):
     return folder
 
 
-def run_episodes(cfg: DictConfig, tasks: list[Task], catalog, folder) -> None:
+def run_episodes(cfg: DictConfig, tasks: list[Task], catalog, folder, *, catalog_pool=None, on_done=None) -> dict:
+    """Run the units not yet finished in the folder (resume; infra_error ones run again) on runner=local or
+    runner=ray; records the runner's counts (retried units, catalog actor restarts, limiter rates) in the
+    manifest under runner_stats and returns them."""
     from ecab.env.episode import EpisodeSettings
-    from ecab.runner.local import run_units
     from ecab.runner.units import make_units
 
     units = make_units([t.id for t in tasks], cfg.model.name, cfg.budget, cfg.seed, cfg.trials)
@@ -137,30 +167,47 @@ def run_episodes(cfg: DictConfig, tasks: list[Task], catalog, folder) -> None:
     todo = [u for u in units if u.key not in done]
     if len(todo) < len(units):
         print(f"resuming: {len(units) - len(todo)} of {len(units)} episodes already done")
+    wall_clock = OmegaConf.select(cfg, "episode.wall_clock_s", default=None) or \
+        OmegaConf.select(cfg, "model.wall_clock_s", default=None)
     settings = EpisodeSettings(budget=cfg.budget, final_warning=bool(OmegaConf.select(cfg, "episode.final_warning",
-                                                                                       default=False)))
-    asyncio.run(run_units(todo, {t.id: t for t in tasks}, catalog, cfg.model, settings, folder,
-                          concurrency=int(cfg.runner.concurrency), progress=bool(cfg.run.progress),
-                          tool_options={"search_mode": cfg.tools.search, "user_matcher": cfg.tools.user}))
+                                                                                       default=False)),
+                               wall_clock_s=float(wall_clock) if wall_clock else None)
+    by_id = {t.id: t for t in tasks}
+    simulator, cfg = start_simulator(cfg)   # after the manifest: the simulator's port is not part of the config
+    try:
+        if cfg.runner.name == "ray":
+            from ecab.runner.ray import run_config
+            stats = run_config(cfg, todo, by_id, catalog, folder, settings, pool=catalog_pool, on_done=on_done)
+        else:
+            from ecab.runner.local import run_config
+            stats = run_config(cfg, todo, by_id, catalog, folder, settings, on_done=on_done)
+    finally:
+        if simulator is not None:
+            simulator.stop()
+    stats["resumed_units"] = len(units) - len(todo)
+    manifest = folder.read_manifest()
+    manifest["runner_stats"] = stats
+    folder.write_manifest(manifest)
+    return stats
 
 
 def judge_and_reduce(cfg: DictConfig, tasks: list[Task], catalog, folder) -> dict:
-    from ecab.judge.episode import judge_trajectory
-    from ecab.judge.review import ReviewChecker
+    from ecab.judge.dispatch import judge_all, judge_model_name, write_verdict_files
     from ecab.reduce import summarize, write_summary
 
     by_id = {t.id: t for t in tasks}
     trajectories = [t for t in folder.latest_trajectories().values() if t.id in by_id]
-    checker = ReviewChecker(threshold=cfg.judge.review_threshold) if cfg.judge.review_threshold is not None \
-        else ReviewChecker()
-    judgements = [judge_trajectory(by_id[t.id], t, catalog, review_checker=checker, judge_name=cfg.judge.name)
-                  for t in trajectories]
-    folder.write_verdicts(judgements)
+    judgements, judge_info = judge_all(cfg.judge, by_id, trajectories, catalog)   # judge=rules | llm
+    write_verdict_files(folder.path, str(cfg.judge.name), judgements)
+    judge_model = judge_model_name(cfg.judge)
     manifest = folder.read_manifest()
-    manifest["review_checker"] = checker.describe()
+    if "review_checker" in judge_info:
+        manifest["review_checker"] = judge_info["review_checker"]
+    manifest["judge"] = judge_info
+    manifest["judge_model"] = judge_model
     manifest["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%S")
     folder.write_manifest(manifest)
-    summary = summarize(by_id, trajectories, judgements, model=cfg.model.name, judge_model=cfg.judge.name)
+    summary = summarize(by_id, trajectories, judgements, model=cfg.model.name, judge_model=judge_model)
     write_summary(folder.path, summary)
     return summary
 

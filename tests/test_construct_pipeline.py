@@ -148,26 +148,33 @@ _RUN = textwrap.dedent("""
     from ecab.catalog.store import LanceCatalog
     from ecab.construct.pipeline import construct
     if __name__ == "__main__":
-        path, out, workers = sys.argv[1], sys.argv[2], int(sys.argv[3])
+        path, out, workers, parent = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
         cfg = {"construct": {"seed": 0, "n_per_intent": 1, "workers": workers, "max_matches": 3,
                              "intents": ["negative_constraint", "coupon_budget", "review_driven"]}}
-        construct(cfg, LanceCatalog.open(path), out_dir=out, progress=False)
+        result = construct(cfg, LanceCatalog.open(path), out_dir=out, progress=False, parent_builds=parent)
+        print(result.built_by)
 """)
 
 
 def test_byte_identical_across_processes_and_worker_counts(small_catalog, tmp_path):
     script = tmp_path / "run.py"
     script.write_text(_RUN)
-    outs = []
-    for hashseed, workers in (("1", 1), ("2", 2)):
-        out = tmp_path / f"out-{workers}"
+    outs, built = [], []
+    # sequential; parent + worker; and the worker alone (it reads the parent's product snapshot and opens
+    # LanceDB itself for the review-driven candidates), each in its own process with its own hash seed
+    for hashseed, workers, parent in (("1", 1, "1"), ("2", 2, "1"), ("3", 2, "0")):
+        out = tmp_path / f"out-{workers}-{parent}"
         env = {**os.environ, "PYTHONHASHSEED": hashseed}
-        subprocess.run([sys.executable, str(script), str(small_catalog.path), str(out), str(workers)],
-                       check=True, cwd=REPO, env=env, timeout=300, capture_output=True)
+        done = subprocess.run([sys.executable, str(script), str(small_catalog.path), str(out), str(workers), parent],
+                              check=True, cwd=REPO, env=env, timeout=300, capture_output=True, text=True)
         outs.append(out)
+        built.append(done.stdout.strip().splitlines()[-1])
+    assert "'workers'" not in built[0] and "'parent'" not in built[2] and "'workers'" in built[2]
     first = (outs[0] / BENCHMARK_FILE).read_bytes()
-    assert first and first == (outs[1] / BENCHMARK_FILE).read_bytes()
-    assert (outs[0] / REJECTIONS_TABLE).read_bytes() == (outs[1] / REJECTIONS_TABLE).read_bytes()
+    assert first
+    for other in outs[1:]:
+        assert first == (other / BENCHMARK_FILE).read_bytes()
+        assert (outs[0] / REJECTIONS_TABLE).read_bytes() == (other / REJECTIONS_TABLE).read_bytes()
 
 
 def test_seeds_come_from_hashlib():

@@ -308,3 +308,46 @@ def test_embedder_vectors_dedupe_and_concurrent_queries(embedder):
     for i, query in enumerate(queries):
         assert np.allclose(results[i], alone[i], atol=1e-5), query
         assert embedder.encode_query(query) is results[i]       # cached
+
+
+# ---------------------------------------------------------------------------------------------- ANN index
+
+def test_vector_index_path_matches_exact_search(tmp_path, catalog_batches, embedder, small_catalog, monkeypatch):
+    """The small catalog forced through the IVF_FLAT index: same answers as the flat (exact) scan."""
+    from ecab.catalog import store
+    from ecab.catalog.store import LanceCatalog, build_catalog
+
+    monkeypatch.setattr(store, "VECTOR_INDEX_MIN_ROWS", 1)
+    out = build_catalog(iter(catalog_batches), tmp_path / "indexed", embedder=embedder, fingerprint="test-ann",
+                        progress=False)
+    indexed = LanceCatalog.open(out, embedder=embedder)
+    assert indexed.shards[0].vector_indexed and not small_catalog.shards[0].vector_indexed
+    overlaps = []
+    for query in ["usb c charging cable", "cast iron pan", "phone case black", "face moisturizer",
+                  "wireless earbuds", "coffee mug"]:
+        ann = [h.product_id for h in indexed.search(query, limit=10, mode="vector").hits]
+        exact = [h.product_id for h in small_catalog.search(query, limit=10, mode="vector").hits]
+        assert len(ann) == 10
+        overlaps.append(len(set(ann) & set(exact)) / 10)
+    # ~20 partitions for ~400 rows, 16 probed: nearly exhaustive, so recall@10 must be high.
+    assert sum(overlaps) / len(overlaps) >= 0.9, overlaps
+    assert indexed.search("Forgewell Cast Iron Skillet 12 inch", limit=1, mode="vector").hits[0].product_id \
+        == "PROBE-SKILLET"
+    hybrid = indexed.search("cast iron skillet", limit=5, mode="hybrid").hits
+    assert "PROBE-SKILLET" in [h.product_id for h in hybrid]
+    # A selective prefilter leaves few rows in the probed partitions: the search must still find them all.
+    where = "main_category = 'Probe Category'"
+    filtered = indexed.search("charger", limit=20, mode="vector", where=where)
+    assert sorted(h.product_id for h in filtered.hits) == sorted(p.product_id for p in PROBE_PRODUCTS)
+
+
+def test_query_fast_path_equals_sentence_transformers(embedder):
+    """encode_query skips the SentenceTransformer wrapper; the vectors must be the same."""
+    import numpy as np
+
+    texts = ["usb c charger", "a much longer query about a stainless steel water bottle for hiking trips"]
+    reference = embedder.encode(texts)
+    embedder.clear_cache()
+    fast = np.stack([embedder.encode_query(t) for t in texts])
+    assert embedder._direct is not None
+    assert np.allclose(fast, reference, atol=1e-5)

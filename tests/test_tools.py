@@ -26,6 +26,7 @@ class FakeCatalog:
         self.products = {p.product_id: p for p in products}
         self.reviews = reviews
         self.search_calls: list[dict] = []
+        self.review_modes: list[str | None] = []
 
     def count(self):
         return len(self.products)
@@ -39,7 +40,8 @@ class FakeCatalog:
     def get_reviews(self, product_id, limit=20):
         return [r for r in self.reviews if r.product_id == product_id][:limit]
 
-    def search_reviews(self, product_id, query, limit=5):
+    def search_reviews(self, product_id, query, limit=5, *, mode=None):
+        self.review_modes.append(mode)
         words = query.lower().split()
         hits = [r for r in self.reviews if r.product_id == product_id
                 and words and all(w in (r.title + " " + r.text).lower() for w in words)]
@@ -264,6 +266,14 @@ def test_get_review_content_only_that_product(box):
                                     "text": "Battery lasts all day"}]}
     assert call(box, "get_review_content", {"query": "screen", "product_id": "L1"}).content == {
         "reviews": [], "message": "No matching reviews found"}
+
+
+@pytest.mark.parametrize("search_mode, review_mode", [("original", "original"), ("fts", "fts"),
+                                                      ("hybrid", "hybrid"), ("vector", "hybrid")])
+def test_review_search_follows_the_search_mode(catalog, search_mode, review_mode):
+    box = ToolBox(catalog, TASK, search_mode=search_mode)
+    call(box, "get_review_content", {"query": "battery", "product_id": "L1"})
+    assert catalog.review_modes == [review_mode]
 
 
 def test_review_stats_and_store_products(box):

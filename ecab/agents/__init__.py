@@ -1,4 +1,4 @@
-"""Agents by model config: offline ones here; LLM agents (OpenAI-compatible) come with the real-models work."""
+"""Agents by model config: the offline ones, and `kind: openai` for any OpenAI-compatible endpoint."""
 from __future__ import annotations
 
 from typing import Any
@@ -6,10 +6,11 @@ from typing import Any
 from ecab.agents.base import Agent
 
 OFFLINE_KINDS = ("oracle", "heuristic", "random")
+LLM_KINDS = ("openai",)
 
 
-def make_agent(model_cfg: Any, task, seed: int) -> Agent:
-    """A fresh agent for one episode (agents keep per-episode state)."""
+def make_agent(model_cfg: Any, task, seed: int, budget: int = 100) -> Agent:
+    """A fresh agent for one episode (agents keep per-episode state; LLM agents share one client)."""
     kind = model_cfg["kind"] if isinstance(model_cfg, dict) else model_cfg.kind
     if kind == "oracle":
         from ecab.agents.oracle import OracleAgent
@@ -20,4 +21,7 @@ def make_agent(model_cfg: Any, task, seed: int) -> Agent:
     if kind == "random":
         from ecab.agents.random_agent import RandomAgent
         return RandomAgent(task, seed)
-    raise ValueError(f"unknown model kind '{kind}' (offline kinds: {', '.join(OFFLINE_KINDS)})")
+    if kind == "openai":
+        from ecab.agents.openai_agent import OpenAIAgent
+        return OpenAIAgent(model_cfg, budget)
+    raise ValueError(f"unknown model kind '{kind}' (kinds: {', '.join(OFFLINE_KINDS + LLM_KINDS)})")

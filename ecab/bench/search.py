@@ -6,9 +6,15 @@ LanceDB catalog, builds an SQLite FTS5 title index over the same products (the o
 through every engine. Queries are an entity phrase of a catalog product plus one of its attribute values
 ("black wireless charger"); `hit@20` is the share of queries whose source product is in the top 20.
 
-    python -m ecab.bench.search [--sizes 10000,100000] [--queries 200] [--threads 8] [overrides...]
+    python -m ecab.bench.search [--sizes 10000,100000] [--queries 200] [--threads 8] [--tasks default|FILE]
+                                [overrides...]
 
-Timings are cold for the query embedding (the embedder's query cache is cleared before each engine).
+Timings are cold for the query embedding: query texts are distinct and the embedder's query cache is cleared
+before each engine, so every timed query pays for its embedding.
+
+`--tasks default` adds a task-recall table: the generated benchmark of the *configured* catalog (the default
+5k synthetic one; tasks are only meaningful on the catalog they were built on), one query per task (entity
+phrase + one stated attribute value), target in the top 20 per engine, hybrid vs the SQLite baseline.
 Targets (this 2-core machine, 100k products): hybrid p50 <= 15 ms and >= 100 hybrid queries/s.
 """
 from __future__ import annotations
@@ -65,7 +71,7 @@ def make_queries(catalog: LanceCatalog, n: int, seed: int = 0) -> list[Query]:
     # Keep only the sampled products while streaming: a 100k catalog does not fit comfortably as objects.
     picked = [p for i, p in enumerate(p for batch in catalog.iter_products(4096) for p in batch) if i in wanted]
     rng.shuffle(picked)
-    queries = []
+    queries, seen = [], set()
     for product in picked:
         kind = product_type_of(product) if product_type_of else None
         entity = kind.entity if kind else " ".join(product.title.split()[-3:])
@@ -73,7 +79,10 @@ def make_queries(catalog: LanceCatalog, n: int, seed: int = 0) -> list[Query]:
                   and 0 < len(v) <= 30]
         attribute = rng.choice(values) if values else ""
         text = f"{attribute} {entity}" if rng.random() < 0.5 else f"{entity} {attribute}"
-        queries.append(Query(" ".join(text.lower().split()), product.product_id))
+        text = " ".join(text.lower().split())
+        if text not in seen:   # distinct texts: a repeated query would hit the embedder's query cache
+            seen.add(text)
+            queries.append(Query(text, product.product_id))
     return queries
 
 
@@ -164,6 +173,26 @@ def lance_runner(catalog: LanceCatalog, mode: str):
     return run
 
 
+def ann_recall(catalog: LanceCatalog, queries: list[Query], k: int = 20, sample: int = 50) -> float | None:
+    """recall@k of the catalog's vector search (ANN index) against an exact scan of the same shards."""
+    import numpy as np
+
+    if not any(s.vector_indexed for s in catalog.shards):
+        return None
+    found = []
+    for q in queries[:sample]:
+        vector = np.asarray(catalog.embedder.encode_query(q.text), dtype=np.float32)
+        ann = {h.product_id for h in catalog.search(q.text, limit=k, mode="vector").hits}
+        exact = []
+        for shard in catalog.shards:
+            table = shard.products.search(vector, vector_column_name="vector").distance_type("cosine") \
+                .bypass_vector_index().select(["product_id", "_distance"]).limit(k).to_arrow()
+            exact += zip(table["_distance"].to_pylist(), table["product_id"].to_pylist())
+        truth = {pid for _, pid in sorted(exact)[:k]}
+        found.append(len(ann & truth) / max(1, len(truth)))
+    return sum(found) / len(found) if found else None
+
+
 # ----------------------------------------------------------------------------------------------- report
 
 def _human_bytes(n: float) -> str:
@@ -208,6 +237,9 @@ def bench_size(cfg, size: int, n_queries: int, threads: int) -> None:
     for r in rows:
         print(f"{r.engine:<24} {r.p50_ms:>8.2f} {r.p95_ms:>8.2f} {r.qps_1:>8.1f} {r.qps_n:>8.1f} "
               f"{r.hit_at_20:>7.2f} {r.mean_total:>11.1f}")
+    recall = ann_recall(catalog, queries)
+    print("vector index: " + ("none (flat exact scan)" if recall is None else
+                              f"IVF_FLAT, recall@20 vs exact scan {recall:.3f} ({min(50, len(queries))} queries)"))
     hybrid = rows[0]
     if size >= TARGET_SIZE:
         best_qps = max(hybrid.qps_1, hybrid.qps_n)
@@ -216,13 +248,83 @@ def bench_size(cfg, size: int, n_queries: int, threads: int) -> None:
               f"{'MET' if best_qps >= TARGET_QPS else 'NOT MET'} ({best_qps:.1f} q/s)")
 
 
-def recall_on_tasks(tasks_path: str | None) -> None:
-    # TODO: "target in top 20" per mode for a benchmark.jsonl (needs a catalog holding the targets,
-    # e.g. catalog=targets). Until then the synthetic hit@20 column above is the recall comparison.
-    if not tasks_path:
-        print("\nno tasks given (--tasks benchmark.jsonl): task-target recall not measured")
+# ------------------------------------------------------------------------------------------ task recall
+
+def task_queries(tasks) -> tuple[list[Query], int]:
+    """One query per task: its entity phrase plus ONE attribute value, and the number of tasks skipped.
+
+    The entity phrase is the entity_match rubric's `canonical_entity` (else its expected_value); the
+    attribute is the expected_value of the first attribute_match rubric with info_source "query" that is
+    not implicit (implicit rubrics are never said in the query, so a shopper could not type them).
+    """
+    queries, skipped = [], 0
+    for task in tasks:
+        entity = next((r for r in task.rubrics if r.type == "entity_match"), None)
+        implicit = set(task.implicit_rubric_ids)
+        attribute = next((r for r in task.rubrics if r.type == "attribute_match" and r.info_source == "query"
+                          and r.id not in implicit), None)
+        target = task.target_product.product_id
+        if entity is None or attribute is None or not target:
+            skipped += 1
+            continue
+        phrase = entity.extras.get("canonical_entity") or entity.expected_value
+        value = attribute.expected_value
+        value = value[0] if isinstance(value, list) and value else value
+        text = " ".join(f"{phrase} {value}".split())
+        queries.append(Query(text, target))
+    return queries, skipped
+
+
+def load_bench_tasks(cfg, spec: str, catalog: LanceCatalog) -> tuple[list, str]:
+    """`--tasks default`: the generated benchmark of `catalog` (built once, cached); else a jsonl path."""
+    from ecab.schema import read_tasks
+
+    if spec == "default":
+        from ecab.construct.pipeline import ensure_benchmark
+
+        path = ensure_benchmark(cfg, catalog, Path(cfg.cache_dir))
     else:
-        print(f"\n--tasks {tasks_path}: task-target recall is not implemented yet")
+        path = Path(spec)
+        if not path.exists():
+            raise FileNotFoundError(f"--tasks {spec}: no such file")
+    return [t for t in read_tasks(path) if t.is_ok], str(path)
+
+
+def recall_on_tasks(cfg, spec: str) -> None:
+    """How often each engine puts the task's target in its top 20, on the configured catalog.
+
+    The tasks must be built on the catalog searched here: `default` builds the generated benchmark on
+    the configured catalog (the default 5k synthetic one unless `catalog.*` is overridden); a given
+    jsonl must come with the matching `catalog=...` overrides (e.g. catalog=targets catalog.path=<it>).
+    """
+    from ecab.catalog.build import ensure_catalog
+
+    catalog = ensure_catalog(cfg.catalog, Path(cfg.cache_dir), progress=True)
+    tasks, path = load_bench_tasks(cfg, spec, catalog)
+    queries, skipped = task_queries(tasks)
+    present = {p.product_id for p in catalog.get_products([q.product_id for q in queries])}
+    missing = sum(q.product_id not in present for q in queries)
+    queries = [q for q in queries if q.product_id in present]
+    if not queries:
+        print(f"\n--tasks {spec}: no task has both rubrics and a target in this catalog "
+              f"({missing} targets missing: were the tasks built on catalog {catalog.fingerprint[:12]}?)")
+        return
+    with tempfile.TemporaryDirectory(prefix="ecab-bench-sqlite-") as tmp:
+        db_path = Path(tmp) / "product.db"
+        build_sqlite(catalog, db_path)
+        engines = [(f"lance {mode}", lance_runner(catalog, mode)) for mode in LANCE_MODES]
+        engines.append(("sqlite fts5 (original)", SqliteSearch(db_path).search))
+        found = {name: sum(q.product_id in run(q.text)[0] for q in queries) for name, run in engines}
+    print(f"\n== target in top 20, {len(queries)} tasks of {path}\n   catalog {catalog.meta['counts']['products']:,} "
+          f"products ({catalog.fingerprint[:12]}); query = entity phrase + one query attribute value, "
+          f"e.g. {queries[0].text!r}" + (f"; {skipped} tasks without both rubrics skipped" if skipped else "")
+          + (f"; {missing} targets not in the catalog skipped" if missing else ""))
+    print(f"{'engine':<24} {'found':>7} {'top-20 rate':>12}")
+    for name, hits in found.items():
+        print(f"{name:<24} {hits:>7} {hits / len(queries):>12.3f}")
+    hybrid, sqlite = found["lance hybrid"], found["sqlite fts5 (original)"]
+    print(f"hybrid finds more targets than the SQLite title-AND baseline: "
+          f"{'YES' if hybrid > sqlite else 'NO'} ({hybrid} vs {sqlite})")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -233,7 +335,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--threads", type=int, default=8,
                         help="concurrent clients for the throughput column (episodes search concurrently)")
-    parser.add_argument("--tasks", default=None, help="benchmark.jsonl for a target-recall comparison")
+    parser.add_argument("--tasks", default=None,
+                        help="'default' (the generated benchmark of the configured catalog) or a benchmark.jsonl "
+                             "built on the configured catalog: target-in-top-20 per engine")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. catalog.shards=2")
     args = parser.parse_args(argv)
     try:
@@ -243,7 +347,10 @@ def main(argv: list[str] | None = None) -> None:
         die(f"--sizes: {exc}" if not isinstance(exc, ConfigError) else str(exc))
     for size in sizes:
         bench_size(cfg, size, args.queries, args.threads)
-    recall_on_tasks(args.tasks)
+    if args.tasks:
+        recall_on_tasks(cfg, args.tasks)
+    else:
+        print("\nno --tasks given (--tasks default or a benchmark.jsonl): task-target recall not measured")
 
 
 if __name__ == "__main__":

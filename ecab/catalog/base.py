@@ -48,8 +48,9 @@ class CatalogReader(Protocol):
     def get_reviews(self, product_id: str, limit: int = 20) -> list[Review]:
         """The product's reviews in stored order."""
 
-    def search_reviews(self, product_id: str, query: str, limit: int = 5) -> list[Review]:
-        """Best-matching reviews of that one product only."""
+    def search_reviews(self, product_id: str, query: str, limit: int = 5, *,
+                       mode: str | None = None) -> list[Review]:
+        """Best-matching reviews of that one product only (`mode` as in `search`; None: the default)."""
 
     def search(self, query: str, *, limit: int = 20, offset: int = 0, mode: str | None = None,
                where: str | None = None) -> SearchPage:

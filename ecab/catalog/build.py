@@ -18,7 +18,7 @@ from ecab.catalog.store import META_FILE, LanceCatalog, build_catalog
 
 SOURCES = ("synthetic", "amazon", "productdb", "targets")
 # Bump when the store layout or the derived columns change: old cached catalogs are then rebuilt.
-STORE_VERSION = "1"
+STORE_VERSION = "2"   # 2: IVF_FLAT title vector index (was IVF_HNSW_SQ)
 DEFAULT_BATCH_SIZE = 1000
 
 

@@ -9,6 +9,7 @@ and the throughput.
 """
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -23,7 +24,7 @@ def open_catalog(cfg, progress: bool = True):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ecab.construct.pipeline import construct, ensure_benchmark, rejection_table
+    from ecab.construct.pipeline import REPORT_FILE, construct, ensure_benchmark, rejection_table, throughput_line
 
     overrides = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -35,13 +36,16 @@ def main(argv: list[str] | None = None) -> int:
     if cfg.construct.get("out"):
         result = construct(cfg, catalog, progress=progress)
         print(rejection_table(result))
-        print(f"{len(result.tasks)} tasks in {result.elapsed_s:.1f}s ({result.tasks_per_second:.2f} tasks/s, "
-              f"workers={cfg.construct.workers}) -> {result.out_dir}")
+        print(throughput_line(result.timing()) + f" -> {result.out_dir}")
         return 0
     path = ensure_benchmark(cfg, catalog, Path(cfg.cache_dir), progress=progress)
     table = path.parent / "rejections.md"
     if table.exists():
         print(table.read_text(encoding="utf-8"))
+    report = path.parent / REPORT_FILE
+    timing = json.loads(report.read_text(encoding="utf-8")).get("timing") if report.exists() else None
+    if timing:
+        print("built with " + throughput_line(timing))
     print(f"benchmark: {path}")
     return 0
 

@@ -16,6 +16,7 @@ Rule enforced by the tests: no clue contains its value, nor any >= 3-letter word
 from __future__ import annotations
 
 import random
+import re
 
 from ecab.judge.normalize import SEPARATOR, contains_phrase, normalize, options
 
@@ -306,7 +307,7 @@ Radio Frequency = a plain RF link through a small plug-in receiver dongle
 AC = household alternating current straight from the outlet
 AC Adapter = an external power brick that plugs into the outlet
 AC/DC = either household outlet current or a car's direct current
-Battery Powered = disposable cells, with no cord needed
+Battery Powered = its own cells rather than a wall cord
 Bus Powered = the power of the computer port it is plugged into, with no separate supply
 Corded Electric = a cord plugged into a wall outlet
 Electric = mains electricity
@@ -356,17 +357,17 @@ Ambidextrous = a symmetric shape that suits either hand
 Basic Case = a standard one-piece shell that snaps onto the back
 Bookshelf = a speaker small enough to sit on a shelf between books
 Bumper = a frame that guards only the edges
-Clamp = a screw jaw that grips a desk edge
-Compact = something small enough to slip into a coat pocket
-Cradle = a rest that holds the device upright as it charges
+Clamp = a screw jaw that grips onto an edge | [lamp, desk, monitor] a screw jaw that grips a desk edge
+Compact = a space-saving, smaller-than-usual build | [charger, power bank, camera] something small enough to slip into a coat pocket
+Cradle = a rest that holds the device snugly in place | [charger, dock] a rest that holds the device upright as it charges
 Cube = a small six-sided box shape
 Curved = a gently bent screen that wraps around your view
 Dock = a hub the laptop connects to at the desk
 Ear Hook = curved loops that wrap over the top of each auricle
-Flat = a thin pad that lies level on the table
+Flat = a perfectly level panel with no curve at all | [charger, pad] a thin pad that lies level on the table
 Folio = a book-style cover that opens like a cover of a novel
 Full Frame = a sensor as large as a classic 35mm film negative
-Full Size = a layout that keeps the number pad and every key
+Full Size = [keyboard] a layout that keeps the number pad and every key | the standard, unshrunk build rather than a scaled-down travel version
 In Ear = buds that sit inside the auditory canal
 Magnetic = a holder that snaps on by magnetism
 Mirrorless = an interchangeable-lens body with no reflex mirror inside
@@ -389,12 +390,12 @@ Smartphone = a pocketable touchscreen device for making calls and running apps
     "Style": """
 Architect = the precise, drafting-table look of a design studio
 Blank = pages with no lines at all
-Bullet = a journaling look built on rapid dotted logging
+Bullet = [notebook, journal, planner] a journaling look built on rapid dotted logging | [camera] a long cylindrical housing shaped like a cartridge | a long, slim, cartridge-like shape
 Case Friendly = a size that leaves room for a protective cover
 Classic = a timeless, traditional look
 College Ruled = narrow lines spaced about 7 mm apart
 Colorful = a bright, many-hued look
-Compact = a pocket-sized build
+Compact = a space-saving, smaller-than-usual build
 Cute = an adorable, kawaii look
 Desktop = a design that sits on a desk
 Dome = a rounded half-sphere housing
@@ -408,7 +409,7 @@ Long Reach = an extended neck for getting deep into spaces
 Low Profile = a very flat, close-to-the-surface design
 Mechanical = individual spring switches under each key
 Membrane = a quiet rubber-dome layer under the keys
-Mild = a gentle, low-intensity formula
+Mild = soft, muted, low-intensity tones
 Mini = a shrunken, pocket-sized design
 Minimalist = a pared-back look with nothing extra
 Modern = a sleek, present-day look
@@ -440,7 +441,7 @@ Charging = topping up a battery
 "Charging, Data Transfer" = both topping up a battery and syncing files
 Contouring = sculpting cheekbones with shadow and light
 Cycling = riding a bike
-Daily Use = everyday routine
+Daily Use = an everyday routine
 Data Transfer = syncing and copying files between devices
 Diving = exploring underwater with a scuba tank
 Drawing = sketching pictures by hand
@@ -452,14 +453,14 @@ Facial Mask = a face-covering skincare treatment
 Foundation = evening out the complexion with a base layer
 Gaming = competitive e-sports matches | long video game sessions
 Hair Loss = thinning strands and a receding hairline
-Home = around the house
+Home = use around the house
 Home Security = keeping an eye on the house while you are away
 Journaling = writing down your days in a diary
 Landscape = wide mountain and coastline vistas
 Live Streaming = broadcasting yourself to viewers in real time
 Macro Photography = extreme close-ups of insects and flowers
-Night = after dark
-Office = the workplace desk job
+Night = use after dark
+Office = a nine-to-five desk job
 Online Classes = attending lessons remotely over the internet
 Outdoor = the open air outside
 Party = celebrations with friends
@@ -492,7 +493,7 @@ Window = the transparent glass panes that let you see outside
 360 Degree Rotation = turning a full circle on its axis
 4K HDMI = ultra-high-definition video output to a TV
 9H Surface Hardness = the top grade on the pencil scratch scale
-Acid Free = pages that will not yellow or crumble over decades
+Acid Free = a formula that will not yellow or eat into paper over decades
 Active Noise Cancellation = electronically erasing surrounding sound with inverted sound waves
 Activity Tracker = counting steps and workouts throughout the day
 Adaptive Sync = refresh timing that follows the graphics card to stop tearing
@@ -542,7 +543,7 @@ Ergonomic Handle = a grip shaped to reduce hand strain
 Ethernet Port = a wired network jack
 Extendable Arm = a reach that stretches out further
 Eye Care = a display tuned to reduce visual fatigue
-Eye Caring = a display tuned to reduce visual fatigue
+Eye Caring = light tuned to reduce visual fatigue
 Fast Charging = a battery top-up in a fraction of the usual time
 Fingerprint Reader = unlocking with a touch of your fingertip
 Flicker-Free = a backlight that does not pulse
@@ -615,7 +616,7 @@ Slim = a very thin profile
 Slim Fit = a very thin, close-fitting profile
 Slow Motion = high-frame-rate footage you can play back stretched out
 Smear Guard = ink that will not smudge under a highlighter
-Smear Proof = makeup that stays put when touched
+Smear Proof = ink that stays put when touched
 Smudge Proof = makeup that stays put when touched
 Soft Bristles = gentle brush hairs
 Spotlight = a focused beam of light
@@ -646,14 +647,30 @@ Anti-Glare = a surface treated so lamps and windows do not reflect off it
 }
 
 
-def _parse_line(line: str) -> tuple[str, list[str]]:
+# A clue may start with "[word, word]": it then fits only products whose entity phrase or title contains
+# one of those words ("Full Size = [keyboard] a layout that keeps the number pad" must not describe a
+# tripod). Every value with such a clue also has an unrestricted one (a test checks it), so a value that
+# has a clue keeps one for every product.
+_SCOPE = re.compile(r"^\[([^\]]+)\]\s*")
+
+
+def _parse_line(line: str) -> tuple[str, list[tuple[str, tuple[str, ...]]]]:
     value, _, rest = line.partition(" = ")
     value = value.strip().strip('"')
-    return value, [c.strip() for c in rest.split("|") if c.strip()]
+    found = []
+    for part in rest.split("|"):
+        part = part.strip()
+        m = _SCOPE.match(part)
+        scope = tuple(normalize(w) for w in m.group(1).split(",") if w.strip()) if m else ()
+        text = part[m.end():].strip() if m else part
+        if text:
+            found.append((text, scope))
+    return value, found
 
 
-def _build() -> dict[str, dict[str, list[str]]]:
+def _build() -> tuple[dict[str, dict[str, list[str]]], dict[tuple[str, str], tuple[str, ...]]]:
     table: dict[str, dict[str, list[str]]] = {}
+    scopes: dict[tuple[str, str], tuple[str, ...]] = {}
     for field, block in _TABLE.items():
         rows = table.setdefault(field, {})
         for line in block.strip().splitlines():
@@ -662,11 +679,14 @@ def _build() -> dict[str, dict[str, list[str]]]:
             value, found = _parse_line(line)
             if not value or not found:
                 raise ValueError(f"clues.py: field {field!r}: malformed clue line {line!r}")
-            rows.setdefault(normalize(value), []).extend(found)
-    return table
+            for text, scope in found:
+                rows.setdefault(normalize(value), []).append(text)
+                if scope:
+                    scopes[(field, text)] = scope
+    return table, scopes
 
 
-CLUES: dict[str, dict[str, list[str]]] = _build()
+CLUES, CLUE_SCOPES = _build()   # field -> normalized value -> clues; (field, clue) -> product words
 
 
 def _bare(field: str | None) -> str:
@@ -674,32 +694,44 @@ def _bare(field: str | None) -> str:
     return field.split(".", 1)[1] if field.startswith("details.") else field
 
 
-def clues_for(field: str | None, value: object) -> list[str]:
-    """Every clue for the value of that field ([] when none). A multi-option value without its own line
-    gets one composed clue when every option has a clue."""
-    rows = CLUES.get(_bare(field))
+def fits(field: str | None, clue: str, context: str | None) -> bool:
+    """Whether a clue suits the product described by `context` (entity phrase + title); without a
+    context every clue counts (the rubric stage only asks whether some clue exists)."""
+    scope = CLUE_SCOPES.get((_bare(field), clue))
+    if not scope or context is None:
+        return True
+    text = normalize(context)
+    return any(contains_phrase(text, w) or contains_phrase(text, w + "s") for w in scope)
+
+
+def clues_for(field: str | None, value: object, context: str | None = None) -> list[str]:
+    """Every clue for the value of that field that fits the product ([] when none). A multi-option value
+    without its own line gets one composed clue when every option has a clue."""
+    bare = _bare(field)
+    rows = CLUES.get(bare)
     if not rows or value is None:
         return []
     key = normalize(value)
     if key in rows:
-        return list(rows[key])
+        return [c for c in rows[key] if fits(bare, c, context)]
     parts = options(key) if SEPARATOR in key else []
-    if len(parts) >= 2 and all(p in rows for p in parts):
-        firsts = [rows[p][0] for p in parts]
+    firsts = [next((c for c in rows.get(p, []) if fits(bare, c, context)), None) for p in parts]
+    if len(parts) >= 2 and all(firsts):
         return [" and ".join(firsts) if len(firsts) == 2 else ", ".join(firsts[:-1]) + " and " + firsts[-1]]
     return []
 
 
-def has_clue(field: str | None, value: object) -> bool:
+def has_clue(field: str | None, value: object, context: str | None = None) -> bool:
     """True when `clue_for` can hide this value (the rubric stage picks implicit rubrics only then)."""
-    return bool(clues_for(field, value))
+    return bool(clues_for(field, value, context))
 
 
-def clue_for(field: str | None, value: object, rng: random.Random, avoid: tuple[str, ...] = ()) -> str | None:
-    """One clue for the value (chosen with rng when several exist), or None when the table has none.
+def clue_for(field: str | None, value: object, rng: random.Random, avoid: tuple[str, ...] = (),
+             context: str | None = None) -> str | None:
+    """One clue for the value that fits the product (chosen with rng when several exist), or None.
     Clues that mention a word of `avoid` (values hidden elsewhere in the task) are skipped when another
     clue is left."""
-    found = clues_for(field, value)
+    found = clues_for(field, value, context)
     if avoid:
         clean = [c for c in found if not any(_mentions(c, a) for a in avoid)]
         found = clean or found

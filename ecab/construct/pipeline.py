@@ -8,10 +8,13 @@
 2. Each candidate runs the stages up to `max_attempts` times: extract -> voucher / opinions ->
    partition -> rubrics -> verbalize -> validate. Attempt `a` of candidate `i` of intent `x` draws from
    `random.Random(sha256(seed|x|i|a))`, so a task never depends on which process built it or when.
-3. Candidates run in a process pool (`workers`); each worker opens the catalog itself, read-only. The
-   accepted tasks of an intent are the first `n` valid candidates in pool order, and only candidates
-   before the n-th accepted one are recorded (as rejected or skipped), so the output is the same
-   whatever the scheduling and whatever the worker count.
+3. `workers=N` is the parent plus N-1 spawned workers. The parent builds candidates itself from the
+   start; the workers start up (imports only) during the scan, then load the scan's products from a
+   pickle the parent wrote once (no LanceDB import, no second scan) and join in, so they only add
+   throughput. review_driven candidates stay in the parent, which loads the review model at most once.
+   The accepted tasks of an intent are the first `n` valid candidates in pool order, and only
+   candidates before the n-th accepted one are recorded (as rejected or skipped), so the output is the
+   same whatever the scheduling and whatever the worker count.
 
 Output folder: `benchmark.jsonl` (status ok, the released 18-key format), `rejected.jsonl` (status
 final_validation_failed, with the validator's issues), `rejections.md` (the reason table, like the
@@ -21,6 +24,8 @@ candidates keep theirs.
 """
 from __future__ import annotations
 
+import contextlib
+import copy
 import fcntl
 import functools
 import hashlib
@@ -28,17 +33,18 @@ import json
 import multiprocessing
 import os
 import random
+import pickle
 import shutil
 import sys
-import threading
+import tempfile
 import time
 from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
-from ecab.catalog.base import CatalogReader
+from ecab.catalog.base import CatalogReader, SearchPage
 from ecab.construct.draft import SOURCES, Draft
 from ecab.construct.extract import (
     ExtractionError,
@@ -59,7 +65,7 @@ from ecab.construct.sample import (
 )
 from ecab.construct.vouchers import VoucherError, make_voucher
 from ecab.fields import INTENTS
-from ecab.schema import ClarificationScript, Persona, Product, Task, write_jsonl
+from ecab.schema import ClarificationScript, Persona, Product, Review, Task, write_jsonl
 
 BENCHMARK_FILE = "benchmark.jsonl"
 REJECTED_FILE = "rejected.jsonl"
@@ -147,6 +153,7 @@ class CatalogScan:
     candidates: dict[str, list[str]]               # intent -> ordered candidate ids
     value_pools: dict[tuple[str, str], list]        # (main_category, key) -> [(value, count)]
     category_of: dict[str, str]                    # candidate id -> main_category
+    products: list[Product] | None = None          # every product, when the catalog is small enough
 
     def pools_for(self, product_id: str) -> dict[tuple[str, str], list]:
         """The value pools of one candidate's category (all a worker needs for its negatives)."""
@@ -154,13 +161,22 @@ class CatalogScan:
         return {k: v for k, v in self.value_pools.items() if k[0] == category}
 
 
+# Up to this many products the validator keeps whole categories in memory anyway (its FULL_SCAN_LIMIT), so
+# the scan keeps the products it reads: one pass over LanceDB instead of one per process.
+SNAPSHOT_LIMIT = 200_000
+
+
 def scan_catalog(catalog: CatalogReader, settings: Settings) -> CatalogScan:
-    """Candidates per intent and value pools, in one streaming pass."""
+    """Candidates per intent and value pools, in one streaming pass (keeping the products of a small
+    catalog for the in-memory snapshot)."""
     groups: dict[str, dict[str, list[str]]] = {i: {} for i in settings.intents}
     value_counts: dict[tuple[str, str], dict[str, int]] = {}
     category_of: dict[str, str] = {}
     intents = [get_intent(i) for i in settings.intents]
+    kept: list[Product] | None = [] if catalog.count() <= SNAPSHOT_LIMIT else None
     for batch in catalog.iter_products():
+        if kept is not None:
+            kept.extend(batch)
         for product in batch:
             category = product.main_category or ""
             count_values(value_counts, product)
@@ -172,7 +188,73 @@ def scan_catalog(catalog: CatalogReader, settings: Settings) -> CatalogScan:
     candidates = {i: interleave_by_category(groups[i], random.Random(derive_seed("pool", settings.seed, i)),
                                             settings.min_category_size)[:settings.max_candidates]
                   for i in settings.intents}
-    return CatalogScan(candidates, finish_pools(value_counts), category_of)
+    return CatalogScan(candidates, finish_pools(value_counts), category_of, kept)
+
+
+class SnapshotCatalog:
+    """A small catalog's products held in memory, as a CatalogReader with the same fingerprint.
+
+    Construction reads products many times (the target, then whole categories for uniqueness); serving
+    them from memory spares LanceDB and, in a spawned worker, spares even importing it. Reviews and search
+    go to the real catalog, opened on first use: only review-driven candidates need it.
+    Products are handed out as copies, so a stage that edits its draft's product cannot change the
+    catalog seen by later candidates.
+    """
+
+    def __init__(self, products: list[Product], fingerprint: str, *, base: CatalogReader | None = None,
+                 opener: Callable[[], CatalogReader] | None = None):
+        self.fingerprint = fingerprint
+        self._products = products
+        self._by_id = {p.product_id: p for p in products}
+        self._base, self._opener = base, opener
+
+    @property
+    def base(self) -> CatalogReader:
+        if self._base is None:
+            if self._opener is None:
+                raise RuntimeError("the in-memory catalog snapshot needs the real catalog (reviews or search) "
+                                   "but has no way to open it: pass opener=... to construct()")
+            self._base = self._opener()
+        return self._base
+
+    def count(self) -> int:
+        return len(self._products)
+
+    def get_product(self, product_id: str) -> Product | None:
+        product = self._by_id.get(product_id)
+        return copy.deepcopy(product) if product is not None else None
+
+    def get_products(self, product_ids: list[str]) -> list[Product]:
+        return [copy.deepcopy(self._by_id[pid]) for pid in product_ids if pid in self._by_id]
+
+    def iter_products(self, batch_size: int = 1024) -> Iterator[list[Product]]:
+        for start in range(0, len(self._products), batch_size):
+            yield self._products[start:start + batch_size]
+
+    def get_reviews(self, product_id: str, limit: int = 20) -> list[Review]:
+        return self.base.get_reviews(product_id, limit=limit)
+
+    def search_reviews(self, product_id: str, query: str, limit: int = 5) -> list[Review]:
+        return self.base.search_reviews(product_id, query, limit=limit)
+
+    def search(self, query: str, **kwargs) -> SearchPage:
+        return self.base.search(query, **kwargs)
+
+    def store_products(self, store: str, **kwargs) -> SearchPage:
+        return self.base.store_products(store, **kwargs)
+
+    def dump(self, path: Path) -> Path:
+        """Pickle the products once, for workers to load instead of re-reading LanceDB."""
+        with open(path, "wb") as fh:
+            pickle.dump({"fingerprint": self.fingerprint, "products": self._products}, fh,
+                        protocol=pickle.HIGHEST_PROTOCOL)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path, *, opener: Callable[[], CatalogReader] | None = None) -> "SnapshotCatalog":
+        with open(path, "rb") as fh:
+            data = pickle.load(fh)
+        return cls(data["products"], data["fingerprint"], opener=opener)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -251,7 +333,7 @@ def _verbalizer(name: str) -> Callable[[Draft, random.Random], None]:
 
 @dataclass
 class WorkerContext:
-    catalog: CatalogReader
+    catalog: CatalogReader | None
     pools: dict
     settings: Settings
 
@@ -259,41 +341,67 @@ class WorkerContext:
 _CONTEXT: WorkerContext | None = None
 
 
-def _init_worker(opener: Callable[[], CatalogReader], settings: Settings) -> None:
-    """Process-pool initializer: the worker opens its own read-only catalog (handles never cross a
-    process boundary) and warms what every candidate needs, while the parent scans the catalog."""
+def _init_worker(settings: Settings) -> None:
+    """Process-pool initializer, run while the parent scans the catalog: imports only. The catalog comes
+    later (`_attach_catalog`), from the snapshot the parent writes after its scan."""
     global _CONTEXT
     _limit_threads()
-    _CONTEXT = WorkerContext(opener(), {}, settings)
+    _CONTEXT = WorkerContext(None, {}, settings)
     from ecab.construct import validate, verbalize  # noqa: F401 - import cost paid once, up front
 
-    warm = getattr(validate, "_products_by_category", None)   # the validator's per-process product cache
-    if warm is not None:
-        warm(_CONTEXT.catalog)
-    # The review checker's sentence model is NOT preloaded: verbatim opinions pass its lexical pre-check,
-    # so most runs never need it (it loads lazily, once per worker, when a paraphrase must be scored).
+
+def _attach_catalog(snapshot_path: str | None, opener: Callable[[], CatalogReader] | None) -> int:
+    """Give the worker its catalog: the parent's in-memory snapshot (LanceDB opened only if reviews are
+    needed), or for large catalogs the store itself, read-only (handles never cross a process boundary).
+    The review checker's sentence model is not preloaded: it loads lazily where a paraphrase is scored."""
+    assert _CONTEXT is not None, "worker not initialised"
+    if snapshot_path is not None:
+        _CONTEXT.catalog = SnapshotCatalog.load(snapshot_path, opener=opener)
+    else:
+        if opener is None:
+            raise RuntimeError("construct worker has neither a catalog snapshot nor an opener")
+        _CONTEXT.catalog = opener()
+    return os.getpid()
 
 
 def _limit_threads() -> None:
-    """One compute thread per worker: `workers` processes already use the cores, and nested BLAS/torch
-    thread pools would only fight over them."""
+    """One compute thread per worker: the processes already use the cores, and nested BLAS/torch thread
+    pools would only fight over them. Environment only: importing torch here would cost a second."""
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TOKENIZERS_PARALLELISM"):
         os.environ.setdefault(var, "false" if var == "TOKENIZERS_PARALLELISM" else "1")
-    try:
-        import torch
-
+    torch = sys.modules.get("torch")
+    if torch is not None:
         torch.set_num_threads(1)
-    except ImportError:
-        pass
+
+
+class _TorchThreads:
+    """Keeps torch (once something has imported it for the review model) at one thread in the parent
+    while workers run on the other core, and restores the setting afterwards: two processes' torch
+    thread pools spin-waiting on 2 cores slow both down."""
+
+    def __init__(self) -> None:
+        self.saved: int | None = None
+
+    def limit(self) -> None:
+        torch = sys.modules.get("torch")
+        if torch is not None and self.saved is None:
+            self.saved = torch.get_num_threads()
+            torch.set_num_threads(1)
+
+    def restore(self) -> None:
+        torch = sys.modules.get("torch")
+        if torch is not None and self.saved is not None:
+            torch.set_num_threads(self.saved)
+            self.saved = None
 
 
 def _run_in_worker(intent: str, index: int, product_id: str, pools: dict) -> dict:
-    assert _CONTEXT is not None, "worker not initialised"
+    assert _CONTEXT is not None and _CONTEXT.catalog is not None, "worker not initialised"
     _CONTEXT.pools = pools
     return build_candidate(_CONTEXT, intent, index, product_id)
 
 
-def _warm_up() -> int:
+def _worker_pid() -> int:
     return os.getpid()
 
 
@@ -401,10 +509,26 @@ class ConstructResult:
     skip_counts: Counter
     elapsed_s: float
     out_dir: Path | None = None
+    workers: int = 1
+    built_by: dict[str, int] = field(default_factory=dict)   # candidates built by the parent / the workers
 
     @property
     def tasks_per_second(self) -> float:
         return len(self.tasks) / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    def timing(self) -> dict[str, Any]:
+        return {"tasks": len(self.tasks), "elapsed_s": round(self.elapsed_s, 3),
+                "tasks_per_second": round(self.tasks_per_second, 3), "workers": self.workers,
+                "built_by": dict(sorted(self.built_by.items()))}
+
+
+def throughput_line(timing: dict[str, Any]) -> str:
+    """'200 tasks in 7.9s (25.3 tasks/s, workers=2: parent built 130 candidates, workers 81)'."""
+    built = timing.get("built_by") or {}
+    split = f": parent built {built.get('parent', 0)} candidates, workers {built.get('workers', 0)}" \
+        if timing.get("workers", 1) > 1 else ""
+    return (f"{timing['tasks']} tasks in {timing['elapsed_s']:.1f}s ({timing['tasks_per_second']:.2f} tasks/s, "
+            f"workers={timing.get('workers', 1)}{split})")
 
 
 def _progress_bar(total: int, enabled: bool):
@@ -415,75 +539,119 @@ def _progress_bar(total: int, enabled: bool):
     return tqdm(total=total, desc="construct", unit="task", disable=not enabled, file=sys.stderr)
 
 
-def _schedule(progress: dict[str, IntentProgress], submit: Callable[[str, int, str], Future], window: int,
-              global_limit: int, bar) -> None:
-    pending: dict[Future, IntentProgress] = {}
+# Candidates that may need the review checker's sentence model (seconds to load) go to the parent first;
+# a worker takes them only when nothing else is left (it then loads the model itself), so the model is
+# loaded a second time only when that shortens the build.
+PARENT_FIRST = frozenset({"review_driven"})
+WORKER_DEPTH = 2   # candidates queued per worker: one running and one waiting, so it never idles on IPC
+
+
+def _take(progress: dict[str, IntentProgress], window: int, allowed: Callable[[str], bool]
+          ) -> tuple[IntentProgress, int] | None:
+    """The next candidate of the first intent (in order) that may go there and still wants one."""
+    for p in progress.values():
+        if allowed(p.intent) and p.wants_more(window):
+            index = p.next_index
+            p.next_index += 1
+            p.in_flight += 1
+            return p, index
+    return None
+
+
+def _record(p: IntentProgress, result: dict) -> None:
+    p.in_flight -= 1
+    p.results[result["index"]] = result
+
+
+def _schedule(progress: dict[str, IntentProgress], run_local: Callable[[str, int, str], dict],
+              pool: "_WorkerPool | None", *, window: int, bar, parent_builds: bool = True) -> Counter:
+    """Build candidates until every intent has its n accepted ones (or runs out).
+
+    The parent builds candidates itself from the start; spawned workers join as soon as they are ready,
+    so they only ever add throughput (their start-up overlaps the parent's work instead of delaying it).
+    `parent_builds=False` leaves everything to the workers (tests use it to exercise the worker path).
+    Results are keyed by candidate index, so who builds what, and when, never changes the output.
+    Returns how many candidates the parent and the workers built.
+    """
+    built: Counter = Counter()
+    pending: dict[Future, tuple[IntentProgress, int]] = {}
+    pinned = PARENT_FIRST if (parent_builds and pool is not None) else frozenset()
     shown = 0
     while True:
-        for p in progress.values():
-            while len(pending) < global_limit and p.wants_more(window):
-                index = p.next_index
-                p.next_index += 1
-                p.in_flight += 1
-                pending[submit(p.intent, index, p.candidates[index])] = p
-        if not pending:
+        for fut in [f for f in pending if f.done()]:
+            p, k = pending.pop(fut)
+            pool.busy[k] -= 1
+            _record(p, fut.result())
+            built["workers"] += 1
+        while pool is not None and (k := pool.free_worker()) is not None:
+            picked = (_take(progress, window, lambda intent: intent not in pinned)
+                      or _take(progress, window, lambda intent: True))
+            if picked is None:
+                break
+            p, index = picked
+            pending[pool.submit(k, p.intent, index, p.candidates[index])] = (p, k)
+        picked = None
+        if parent_builds or pool is None:
+            picked = (_take(progress, window, lambda intent: intent in pinned)
+                      or _take(progress, window, lambda intent: True))
+        if picked is not None:
+            p, index = picked
+            _record(p, run_local(p.intent, index, p.candidates[index]))
+            built["parent"] += 1
+        elif pending or (pool is not None and pool.starting() and _wants_work(progress, window)):
+            wait(list(pending) + pool.starting(), return_when=FIRST_COMPLETED)
+        else:
             break
-        finished, _ = wait(list(pending), return_when=FIRST_COMPLETED)
-        for fut in finished:
-            p = pending.pop(fut)
-            p.in_flight -= 1
-            result = fut.result()
-            p.results[result["index"]] = result
         if bar is not None:
             now = sum(p.accepted for p in progress.values())
             bar.update(now - shown)
             shown = now
+    return built
 
 
-class _InlineFuture(Future):
-    """A Future already resolved by running the call in this process (the workers=1 path)."""
-
-    def __init__(self, fn, *args):
-        super().__init__()
-        try:
-            self.set_result(fn(*args))
-        except BaseException as exc:     # re-raised by .result() exactly like a pool future
-            self.set_exception(exc)
+def _wants_work(progress: dict[str, IntentProgress], window: int) -> bool:
+    return any(p.wants_more(window) for p in progress.values())
 
 
 class _WorkerPool:
-    """`n` single-process executors (spawned, each opening the catalog itself).
+    """`n` spawned single-process executors; a worker takes candidates once its catalog is attached.
 
-    review_driven candidates always go to worker 0: only that worker may need the review checker's
-    sentence model (a few seconds to load), so it is loaded at most once per build. Other candidates go
-    to the least busy worker. Which worker builds a candidate never changes its output.
+    spawn, not fork: a forked child would inherit the parent's LanceDB and torch thread state.
     """
 
-    PINNED = {"review_driven": 0}
-
-    def __init__(self, n: int, opener: Callable[[], CatalogReader], settings: Settings):
-        # spawn, not fork: a forked child would inherit the parent's LanceDB and torch thread state.
+    def __init__(self, n: int, settings: Settings):
         ctx = multiprocessing.get_context("spawn")
         self.executors = [ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=_init_worker,
-                                              initargs=(opener, settings)) for _ in range(n)]
+                                              initargs=(settings,)) for _ in range(n)]
+        # Submitting starts the process now, so its interpreter start-up and imports overlap the scan.
+        self.ready: list[Future] = [ex.submit(_worker_pid) for ex in self.executors]
         self.busy = [0] * n
-        self._lock = threading.Lock()   # done-callbacks run on the executors' threads
-        for ex in self.executors:       # start every worker now, so it warms up during the catalog scan
-            ex.submit(_warm_up)
+        self.pools_for: Callable[[str], dict] = lambda _pid: {}
 
-    def submit(self, intent: str, args: tuple) -> Future:
-        with self._lock:
-            k = self.PINNED.get(intent)
-            if k is None:
-                k = min(range(len(self.executors)), key=lambda i: (self.busy[i], -i))
-            self.busy[k] += 1
-        fut = self.executors[k].submit(_run_in_worker, *args)
-        fut.add_done_callback(lambda _f, k=k: self._done(k))
-        return fut
+    def attach(self, snapshot_path: str | None, opener: Callable[[], CatalogReader] | None,
+               pools_for: Callable[[str], dict]) -> None:
+        """Queue the catalog hand-over; a worker counts as ready once it has run."""
+        self.ready = [ex.submit(_attach_catalog, snapshot_path, opener) for ex in self.executors]
+        self.pools_for = pools_for
 
-    def _done(self, k: int) -> None:
-        with self._lock:
-            self.busy[k] -= 1
+    def starting(self) -> list[Future]:
+        return [f for f in self.ready if not f.done()]
+
+    def free_worker(self) -> int | None:
+        """The least busy ready worker with room in its queue (a failed start-up raises here)."""
+        free = []
+        for k, ready in enumerate(self.ready):
+            if ready.done():
+                ready.result()
+                if self.busy[k] < WORKER_DEPTH:
+                    free.append(k)
+        return min(free, key=lambda k: (self.busy[k], k)) if free else None
+
+    def submit(self, k: int, intent: str, index: int, product_id: str) -> Future:
+        self.busy[k] += 1
+        # A worker gets only its candidate's category pools (all a negative needs), not every pool.
+        pools = self.pools_for(product_id) if intent == "negative_constraint" else {}
+        return self.executors[k].submit(_run_in_worker, intent, index, product_id, pools)
 
     def __enter__(self) -> "_WorkerPool":
         return self
@@ -494,39 +662,51 @@ class _WorkerPool:
 
 
 def construct(cfg: Any, catalog: CatalogReader, *, opener: Callable[[], CatalogReader] | None = None,
-              out_dir: str | Path | None = None, progress: bool = True) -> ConstructResult:
+              out_dir: str | Path | None = None, progress: bool = True, parent_builds: bool = True
+              ) -> ConstructResult:
     """Build the benchmark; writes the output folder when `out_dir` (or construct.out) is set.
 
-    `opener` is a picklable zero-argument callable that opens the same catalog read-only; it is required
-    for workers > 1 unless the catalog offers `reopener()`.
+    `construct.workers=N` means the parent plus N-1 spawned workers. `opener` is a picklable zero-argument
+    callable that opens the same catalog read-only; workers use it for reviews and, for catalogs too large
+    to snapshot in memory, for everything (default: the catalog's `reopener()` or `type.open(path)`).
     """
     settings = Settings.from_cfg(cfg)
     started = time.perf_counter()
-    if settings.workers <= 1:
-        scan = scan_catalog(catalog, settings)
+    with contextlib.ExitStack() as stack:
+        pool = stack.enter_context(_WorkerPool(settings.workers - 1, settings)) if settings.workers > 1 else None
+        scan = scan_catalog(catalog, settings)      # spawned workers start up meanwhile
+        local_catalog: CatalogReader = catalog
+        if scan.products is not None:
+            local_catalog = SnapshotCatalog(scan.products, catalog.fingerprint, base=catalog)
+        if pool is not None:
+            opener = opener or _reopener(catalog, required=scan.products is None)
+            snapshot_path = None
+            if isinstance(local_catalog, SnapshotCatalog):
+                tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ecab-construct-")))
+                snapshot_path = str(local_catalog.dump(tmp / "products.pkl"))
+            pool.attach(snapshot_path, opener, scan.pools_for)
         progress_by_intent = {i: IntentProgress(i, scan.candidates[i], settings.n_per_intent)
                               for i in settings.intents}
         bar = _progress_bar(settings.n_per_intent * len(settings.intents), progress)
-        ctx = WorkerContext(catalog, scan.value_pools, settings)
-        _schedule(progress_by_intent, lambda i, k, pid: _InlineFuture(build_candidate, ctx, i, k, pid),
-                  window=1, global_limit=1, bar=bar)
-    else:
-        opener = opener or _reopener(catalog)
-        with _WorkerPool(settings.workers, opener, settings) as pool:
-            scan = scan_catalog(catalog, settings)      # the workers warm up meanwhile
-            progress_by_intent = {i: IntentProgress(i, scan.candidates[i], settings.n_per_intent)
-                                  for i in settings.intents}
-            bar = _progress_bar(settings.n_per_intent * len(settings.intents), progress)
+        ctx = WorkerContext(local_catalog, scan.value_pools, settings)
 
-            def submit(intent: str, index: int, pid: str) -> Future:
-                pools = scan.pools_for(pid) if intent == "negative_constraint" else {}
-                return pool.submit(intent, (intent, index, pid, pools))
+        threads = _TorchThreads()
+        stack.callback(threads.restore)
 
-            _schedule(progress_by_intent, submit, window=settings.workers + 1,
-                      global_limit=settings.workers * 2, bar=bar)
-    if bar is not None:
-        bar.close()
+        def run_local(intent: str, index: int, pid: str) -> dict:
+            if pool is not None:
+                threads.limit()
+            return build_candidate(ctx, intent, index, pid)
+
+        # Per intent in flight: one in the parent plus a full queue in each worker.
+        window = 1 + WORKER_DEPTH * (settings.workers - 1)
+        built = _schedule(progress_by_intent, run_local, pool, window=window, bar=bar,
+                          parent_builds=parent_builds)
+        if bar is not None:
+            bar.close()
     result = _collect(progress_by_intent, time.perf_counter() - started)
+    result.workers = settings.workers
+    result.built_by = dict(built)
     target = out_dir if out_dir is not None else _cfg_out(cfg)
     if target is not None:
         write_outputs(result, Path(target))
@@ -538,9 +718,10 @@ def _cfg_out(cfg: Any) -> str | None:
     return group.get("out", None) if hasattr(group, "get") else None
 
 
-def _reopener(catalog: CatalogReader) -> Callable[[], CatalogReader]:
+def _reopener(catalog: CatalogReader, *, required: bool = True) -> Callable[[], CatalogReader] | None:
     """A picklable opener for the same catalog: its own `reopener()`, or `type.open(path, mode=...)`
-    for a LanceCatalog-like class (each worker then opens the store itself, read-only)."""
+    for a LanceCatalog-like class (each worker then opens the store itself, read-only). None when there
+    is none and it is not `required` (workers reading the in-memory snapshot need it only for reviews)."""
     reopen = getattr(catalog, "reopener", None)
     if reopen is not None:
         return reopen()
@@ -549,6 +730,8 @@ def _reopener(catalog: CatalogReader) -> Callable[[], CatalogReader]:
     if opener is not None and path is not None:
         kwargs = {"mode": catalog.mode} if hasattr(catalog, "mode") else {}
         return functools.partial(opener, str(path), **kwargs)
+    if not required:
+        return None
     raise ValueError(f"construct.workers > 1 needs a way to reopen the catalog in each worker: pass "
                      f"opener=... or give {type(catalog).__name__} a reopener() method")
 
@@ -628,7 +811,8 @@ def write_outputs(result: ConstructResult, out_dir: Path) -> None:
     write_jsonl(out_dir / BENCHMARK_FILE, result.tasks)
     write_jsonl(out_dir / REJECTED_FILE, result.rejected)
     (out_dir / REJECTIONS_TABLE).write_text(rejection_table(result), encoding="utf-8")
-    report = {"per_intent": result.per_intent, "rejections": dict(sorted(result.rejection_counts.items())),
+    # timing is the only part of the folder that differs between identical builds
+    report = {"timing": result.timing(), "per_intent": result.per_intent, "rejections": dict(sorted(result.rejection_counts.items())),
               "skips": dict(sorted(result.skip_counts.items())), "skipped": result.skipped}
     (out_dir / REPORT_FILE).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     result.out_dir = out_dir

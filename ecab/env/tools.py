@@ -319,7 +319,10 @@ class ToolBox:
 
     def _get_review_content(self, params: dict) -> dict:
         query, pid = str(params["query"]), str(params["product_id"])
-        reviews = self.catalog.search_reviews(pid, query, limit=REVIEW_LIMIT)
+        # Keyword search modes keep review search keyword-only too (original: the harness's FTS5 phrase
+        # AND over title + text); the semantic modes search reviews by BM25 + embedding (hybrid).
+        mode = self.search_mode if self.search_mode in ("original", "fts") else "hybrid"
+        reviews = self.catalog.search_reviews(pid, query, limit=REVIEW_LIMIT, mode=mode)
         if not reviews:
             return {"reviews": [], "message": "No matching reviews found"}
         return {"reviews": [{"product_id": r.product_id, "rating": r.rating, "title": r.title, "text": r.text}

@@ -32,8 +32,13 @@ class RunFolder:
         return self.trajectories_dir / f"part-{writer}.jsonl"
 
     def append_trajectory(self, writer: str, traj: Trajectory) -> None:
-        with self.part_path(writer).open("a", encoding="utf-8") as handle:
-            handle.write(dumps(traj) + "\n")
+        line = (dumps(traj) + "\n").encode("utf-8")
+        with self.part_path(writer).open("ab") as handle:
+            # A writer killed mid-line leaves a torn last line; start on a fresh line so the torn bytes
+            # stay one skipped line instead of swallowing this record too.
+            if handle.tell() > 0 and not _ends_with_newline(handle.name):
+                line = b"\n" + line
+            handle.write(line)
             handle.flush()
             os.fsync(handle.fileno())
 
@@ -51,10 +56,17 @@ class RunFolder:
                         continue  # a torn last line from a killed writer: that unit simply re-runs
 
     def latest_trajectories(self) -> dict[tuple, Trajectory]:
+        """Exactly one record per unit, in unit-key order (so the order never depends on which writer
+        or which attempt wrote what). The last complete line per unit wins, except that an infra_error
+        record never replaces a finished one (a unit re-run after a crash may leave both)."""
         latest: dict[tuple, Trajectory] = {}
         for traj in self.iter_trajectories():
-            latest[unit_key(traj.unit)] = traj
-        return latest
+            key = unit_key(traj.unit)
+            old = latest.get(key)
+            if old is not None and traj.termination == "infra_error" and old.termination != "infra_error":
+                continue
+            latest[key] = traj
+        return {key: latest[key] for key in sorted(latest, key=_sortable)}
 
     def write_manifest(self, manifest: dict) -> None:
         _write_text(self.manifest_path, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
@@ -73,6 +85,16 @@ class RunFolder:
             return []
         return [Judgement.from_dict(json.loads(line)) for line in
                 self.verdicts_path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _ends_with_newline(path: str) -> bool:
+    with open(path, "rb") as handle:
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1) == b"\n"
+
+
+def _sortable(key: tuple) -> tuple:
+    return tuple((0, v) if isinstance(v, (int, float)) else (1, str(v)) for v in key)
 
 
 def _write_text(path: Path, text: str) -> None:

@@ -1,0 +1,104 @@
+"""`python -m ecab.judge runs/<name> judge=llm [overrides]`: re-judge a finished run, then re-reduce it.
+
+No agent runs again: the trajectories, the task file (manifest `tasks_path`) and the run's own
+config.yaml (catalog, cache_dir) are read from the run folder. The judge section comes from the
+command line (`judge=llm judge.model=gpt-5-mini ...`, composed from conf/judge/ like any override);
+other overrides (e.g. `cache_dir=...`) replace the run's value. Verdicts go to verdicts.jsonl and
+verdicts.<judge>.jsonl (the previous judge's file is kept); the manifest records the judge and its cost;
+summary.json / summary.md are rebuilt with ecab.reduce.reduce_run.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from omegaconf import DictConfig, OmegaConf  # noqa: E402
+
+from ecab.config import ConfigError, load_config  # noqa: E402
+from ecab.schema import FormatError, read_tasks  # noqa: E402
+
+
+def _override_key(text: str) -> str:
+    return text.split("=", 1)[0].lstrip("+~")
+
+
+def judge_config(run_dir: Path, overrides: list[str]) -> DictConfig:
+    """The run's config.yaml with the judge section (and any other overridden key) from the command line."""
+    path = run_dir / "config.yaml"
+    if not path.is_file():
+        raise FormatError("file not found (is this a run folder of python -m ecab.run?)", path=path)
+    cfg = OmegaConf.load(path)
+    if not isinstance(cfg, DictConfig):
+        raise FormatError("expected a mapping", path=path)
+    composed = load_config(overrides)
+    OmegaConf.set_struct(cfg, False)
+    # unresolved, so that ${cache_dir} in the judge group resolves against the run's own cache_dir
+    cfg.judge = OmegaConf.create(OmegaConf.to_container(composed.judge, resolve=False))
+    for text in overrides:
+        key = _override_key(text)
+        if key != "judge" and not key.startswith("judge."):
+            OmegaConf.update(cfg, key, OmegaConf.select(composed, key), merge=False)
+    return cfg
+
+
+def rejudge(run_dir: str | Path, overrides: list[str] | None = None, *, client=None) -> dict:
+    """Re-judge the run folder with the judge of `overrides`; rewrites the verdict files and the summary."""
+    from ecab.catalog.build import ensure_catalog
+    from ecab.judge.dispatch import check_judge_config, judge_all, judge_model_name, write_verdict_files
+    from ecab.reduce import read_manifest, reduce_run, resolve_tasks_path
+    from ecab.runner.store import RunFolder
+
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise FormatError("run folder not found", path=run_dir)
+    cfg = judge_config(run_dir, list(overrides or []))
+    check_judge_config(cfg.judge)                 # a missing key or bad judge option fails before any work
+    manifest = read_manifest(run_dir)
+    tasks = {t.id: t for t in read_tasks(resolve_tasks_path(run_dir, manifest["tasks_path"]))}
+    folder = RunFolder(run_dir)
+    trajectories = list(folder.latest_trajectories().values())
+    if not trajectories:
+        raise FormatError("no trajectories to judge", path=folder.trajectories_dir)
+    catalog = ensure_catalog(cfg.catalog, Path(cfg.cache_dir))
+    started = time.perf_counter()
+    judgements, describe = judge_all(cfg.judge, tasks, trajectories, catalog, client=client)
+    describe["judged_at"] = time.strftime("%Y-%m-%dT%H:%M:%S")
+    describe["wall_s"] = round(time.perf_counter() - started, 3)
+    write_verdict_files(run_dir, str(cfg.judge.name), judgements)
+    manifest = folder.read_manifest()
+    manifest["judge"] = describe
+    manifest["judge_model"] = judge_model_name(cfg.judge)
+    manifest.setdefault("judges", {})[str(cfg.judge.name)] = describe
+    folder.write_manifest(manifest)
+    return reduce_run(run_dir)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ecab.judge", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run_dir", type=Path, help="the run folder, e.g. runs/<name>")
+    parser.add_argument("overrides", nargs="*", help="judge=llm judge.model=... (Hydra-style overrides)")
+    args = parser.parse_args(argv)
+    try:
+        summary = rejudge(args.run_dir, args.overrides)
+    except (ConfigError, ValueError, OSError) as exc:   # FormatError is a ValueError naming file/line/key
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    judge = summary.get("tokens_and_cost", {}).get("judge", {}).get("total", {})
+    print(f"re-judged {args.run_dir} with {summary.get('judge_model')}: accuracy "
+          f"{100 * summary.get('overall_accuracy', 0):.1f}%, rubric satisfaction "
+          f"{100 * summary.get('overall_rubric_satisfaction', 0):.1f}%, unscored rubrics "
+          f"{summary.get('unscored_rubrics', 0)}; judge calls {judge.get('calls', 0)}, cache hits "
+          f"{judge.get('cache_hits', 0)}, cost ${judge.get('cost_usd', 0)}")
+    print(f"wrote {args.run_dir}/verdicts.jsonl, summary.json, summary.md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

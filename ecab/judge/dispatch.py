@@ -1,0 +1,130 @@
+"""Judge a run's episodes with the configured judge (`judge=rules` or `judge=llm`) and store the verdicts.
+
+Used by both `python -m ecab.run` (after the episodes) and `python -m ecab.judge` (re-judging a finished
+run). Verdict files in the run folder:
+- `verdicts.jsonl`: the judge chosen last; the reduce stage reads it;
+- `verdicts.<judge>.jsonl`: one per judge that ever judged the run (rules, llm), kept side by side so two
+  judges can be compared. A run folder from before this layout has only `verdicts.jsonl`; its verdicts
+  are kept as `verdicts.<their judge>.jsonl` before a different judge replaces them.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any, Iterable
+
+from ecab.config import ConfigError
+from ecab.schema import Judgement, Task, Trajectory, dumps
+
+VERDICTS = "verdicts.jsonl"
+
+
+def judge_model_name(judge_cfg: Any) -> str:
+    """The summary's `judge_model`: "rules", or "llm:<model id>"."""
+    if judge_cfg.name == "llm":
+        from ecab.judge.llm import JudgeSettings
+        return f"llm:{JudgeSettings.from_config(judge_cfg).model_id}"
+    return str(judge_cfg.name)
+
+
+def check_judge_config(judge_cfg: Any) -> None:
+    """Fail before any work starts: unknown judge, bad judge keys, or a missing API key for the judge."""
+    if judge_cfg.name == "rules":
+        return
+    if judge_cfg.name != "llm":
+        raise ConfigError(f"judge.name must be rules or llm, got {judge_cfg.name!r}")
+    import os
+
+    from ecab.agents.keys import resolve_api_key
+    from ecab.judge.llm import JudgeSettings
+    model = JudgeSettings.from_config(judge_cfg).model
+    variable = model.get("api_key_env")
+    if variable and not os.environ.get(str(variable), "").strip():
+        raise ConfigError(f"judge.model {model.get('name') or model.get('model_id')} needs the environment variable "
+                          f"{variable} (its API key); export {variable}=... and run again, or judge offline "
+                          "with judge=rules or judge=llm judge.model=sim")
+    resolve_api_key(model)          # also refuses a key written into the config
+
+
+def _review_checker(judge_cfg: Any):
+    from ecab.judge.review import ReviewChecker
+    threshold = judge_cfg.get("review_threshold") if hasattr(judge_cfg, "get") else None
+    return ReviewChecker(threshold=threshold) if threshold is not None else ReviewChecker()
+
+
+def judge_all(judge_cfg: Any, tasks: dict[str, Task], trajectories: Iterable[Trajectory], catalog, *,
+              client: Any = None) -> tuple[list[Judgement], dict[str, Any]]:
+    """(one Judgement per trajectory, a description of the judge for the manifest)."""
+    trajectories = [t for t in trajectories if t.id in tasks]
+    checker = _review_checker(judge_cfg)
+    if judge_cfg.name == "rules":
+        from ecab.judge.episode import judge_trajectory
+        judgements = [judge_trajectory(tasks[t.id], t, catalog, review_checker=checker, judge_name="rules")
+                      for t in trajectories]
+        return judgements, {"name": "rules", "review_checker": checker.describe()}
+    check_judge_config(judge_cfg)
+    from ecab.agents.keys import resolve_api_key
+    from ecab.judge.llm import JudgeSettings, judge_all_llm, open_cache
+    settings = JudgeSettings.from_config(judge_cfg)
+    api_key = resolve_api_key(settings.model)
+    cache = open_cache(settings)
+    simulator = start_judge_simulator(settings) if client is None else None
+    try:
+        judgements, describe = asyncio.run(judge_all_llm(settings, tasks, trajectories, catalog, cache=cache,
+                                                         client=client, api_key=api_key, review_checker=checker))
+    finally:
+        if cache is not None:
+            cache.close()
+        if simulator is not None:
+            simulator.stop()
+    return judgements, describe
+
+
+def start_judge_simulator(settings):
+    """judge.model=sim (a model with a `sim` block and no base_url): serve the simulator for the judging
+    pass, as `python -m ecab.run model=sim` does for the agent; its judge policy answers the prompts."""
+    if settings.base_url or not isinstance(settings.model.get("sim"), dict):
+        return None
+    from ecab.sim import SimServer
+    server = SimServer(settings.model["sim"])
+    settings.base_url = server.start()
+    return server
+
+
+def _file_judge(path: Path) -> str | None:
+    """The judge named by the first line of a verdicts file."""
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                try:
+                    return str(json.loads(line).get("judge") or "") or None
+                except (json.JSONDecodeError, AttributeError):
+                    return None
+    return None
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "judge"
+
+
+def judge_file(run_dir: str | Path, judge_name: str) -> Path:
+    return Path(run_dir) / f"verdicts.{_safe(judge_name)}.jsonl"
+
+
+def write_verdict_files(run_dir: str | Path, judge_name: str, judgements: Iterable[Judgement]) -> Path:
+    """Write verdicts.jsonl and verdicts.<judge_name>.jsonl, keeping an older judge's verdicts; atomic."""
+    run_dir = Path(run_dir)
+    active = run_dir / VERDICTS
+    if active.is_file():
+        previous = _file_judge(active)
+        if previous and previous != judge_name and not judge_file(run_dir, previous).exists():
+            shutil.copyfile(active, judge_file(run_dir, previous))
+    text = "".join(dumps(j) + "\n" for j in judgements)
+    for path in (judge_file(run_dir, judge_name), active):
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    return active

@@ -1,0 +1,537 @@
+"""The LLM judge (`judge=llm`): an OpenAI-compatible model decides the rubrics the rules cannot judge well.
+
+Which rubrics go to the LLM: the types in `judge.types` (default review_opinion) and, with
+`judge.attribute_fallback`, the attribute_match rubrics the rules judge cannot settle, meaning the rules
+verdict is unsatisfied AND the product has no value under the rubric's detail key (so only the free-text
+features/description could decide it). Every other rubric keeps its rules verdict.
+
+What changes from the original judge (SPEC §4.2, §8 items 8, 12, 13):
+- the judge sees the whole product (title, store, price, ratings, main_category, details, features,
+  description) and, for review rubrics, up to 20 reviews in full (no 500-character cut), plus the voucher;
+- results are matched by rubric_id, not by position; `satisfied` must be a JSON boolean (the exact
+  strings "true"/"false" are read as such; "false" is never truthy). A reply with missing, extra or
+  duplicate ids or a wrong type is retried with a note saying what was wrong, up to `max_attempts`;
+  after that the rubrics are marked unscored (satisfied None, method llm), never counted wrong;
+- replies are cached on disk (cache.py): re-judging a run costs no calls;
+- transport errors (429, 5xx, timeouts) are retried by the shared policy in ecab.agents.retry, with the
+  openai client's own retries off; calls run concurrently under a semaphore.
+- Exact-match episodes are still judged by default (judge_misjudged_count needs it); `skip_exact: true`
+  keeps the rules verdicts for them and saves the calls.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from omegaconf import DictConfig, OmegaConf
+
+from ecab.config import CONF_DIR, ConfigError
+from ecab.fields import lookup_detail
+from ecab.judge.cache import JudgeCache, cache_key
+from ecab.judge.rules import check_rubric, no_product_verdict
+from ecab.schema import Judgement, Product, Review, Rubric, Task, Trajectory, Verdict, Voucher
+
+LLM = "llm"
+JUDGE_MARKER = "[ecab-judge]"      # first characters of the system prompt: lets the simulator recognise a judge call
+MAX_REVIEWS = 20
+GRANULARITIES = ("sample", "rubric")
+LLM_TYPES = ("attribute_match", "numeric_range", "entity_match", "negative_attribute", "budget_match",
+             "review_opinion", "store_match")
+
+JUDGE_SYSTEM_PROMPT = f"""{JUDGE_MARKER} You judge whether a product recommended by a shopping assistant meets a list of requirements (rubrics).
+
+You receive the recommended product (title, store, price, ratings, main category, details, features, description), possibly some of its customer reviews, possibly a voucher, and the rubrics. Decide every rubric on the evidence given. Be strict but fair: mark a rubric satisfied only when the evidence clearly supports it; if the information is missing or ambiguous, it is NOT satisfied.
+
+Rules per rubric type:
+- attribute_match: the field names where the value should be (e.g. details.Material). Check the details first; if absent there, the features and description may state it. Accept an exact equivalent or a value that is more specific than the requirement ("made of TPU" satisfies "Thermoplastic Polyurethane"); never accept a broader or merely related value ("Personal Computer" does not satisfy "Laptop").
+- negative_attribute: expected lists EXCLUDED values; satisfied only when the product's value at the field clearly differs from every excluded value (a partial overlap such as "blue-green" against "blue" is NOT satisfied). An empty list excludes nothing.
+- numeric_range: expected is a number (exact), {{"min":X}}, {{"max":X}}, {{"min":X,"max":Y}}, [X, Y] (inclusive) or {{"value":X,"op":">"|">="|"<"|"<="|"=="}}; compare the product's value at the field.
+- budget_match: apply the voucher rules to THIS product's price (a coupon applies when the price reaches its threshold; stacked coupons apply in order, the second to the reduced price; for tiers the highest tier reached applies) and check the final price is at most the expected budget. Without a voucher compare the list price.
+- entity_match: the product must BE the named kind of thing; the same product type in other words is fine ("case for phone" matches "phone case"), a different category is not.
+- store_match: the product comes from the named store.
+- review_opinion: satisfied if at least one review of this product clearly expresses the same concrete claim as the opinion (wording may differ; a generic positive remark is not enough). With no reviews it is not satisfied.
+
+Reply with a JSON object only, exactly one entry per rubric, identified by its rubric_id:
+{{"results": [{{"rubric_id": "<id>", "satisfied": true, "reasoning": "<one short sentence>"}}]}}
+"satisfied" must be the JSON boolean true or false."""
+
+
+class JudgeReplyError(ValueError):
+    """A judge reply that cannot be used: not JSON, not the expected shape, or not one result per rubric."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Settings
+# ---------------------------------------------------------------------------------------------------------
+
+def _plain(value: Any) -> Any:
+    return OmegaConf.to_container(value, resolve=True) if isinstance(value, DictConfig) else value
+
+
+def load_model_config(model: Any) -> dict[str, Any]:
+    """The judge's endpoint: a conf/model/<name>.yaml by name, or an inline block (dict)."""
+    if isinstance(model, str):
+        path = CONF_DIR / "model" / f"{model}.yaml"
+        if not path.is_file():
+            choices = ", ".join(sorted(p.stem for p in (CONF_DIR / "model").glob("*.yaml")))
+            raise ConfigError(f"judge.model: unknown model '{model}'; choose one of: {choices}, "
+                              "or give an inline block with base_url and model_id")
+        model = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+    model = _plain(model)
+    if not isinstance(model, dict):
+        raise ConfigError(f"judge.model must be a model name or a block with base_url and model_id, got {model!r}")
+    return dict(model)
+
+
+def _price(model: dict[str, Any], which: str) -> float:
+    """USD per million tokens, from the model config's `price_per_million: {input, output}` (conf/model)."""
+    block = model.get("price_per_million") or {}
+    value = block.get(which) if isinstance(block, dict) else None
+    if value is None:
+        value = model.get(f"price_{which}_per_mtok")        # a flat key, for inline blocks
+    try:
+        return float(value or 0.0)
+    except (TypeError, ValueError):
+        raise ConfigError(f"judge.model.price_per_million.{which} must be a number, got {value!r}") from None
+
+
+@dataclass
+class JudgeSettings:
+    model: dict[str, Any]
+    model_id: str
+    base_url: str | None
+    temperature: float | None = 0.0
+    max_tokens: int | None = 2048
+    granularity: str = "sample"
+    types: tuple[str, ...] = ("review_opinion",)
+    attribute_fallback: bool = False
+    skip_exact: bool = False
+    max_attempts: int = 3
+    transport_attempts: int = 6
+    concurrency: int = 8
+    timeout_s: float = 120.0
+    json_mode: bool = True
+    cache: bool = True
+    cache_dir: str | None = None
+    max_reviews: int = MAX_REVIEWS
+    price_input_per_mtok: float = 0.0
+    price_output_per_mtok: float = 0.0
+    # from the model config (conf/model/*.yaml): request shape and the retry waits of that endpoint
+    max_tokens_param: str = "max_tokens"
+    reasoning_effort: str | None = None
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    max_retry_wait_s: float = 60.0
+    backoff_base_s: float = 1.0
+
+    @classmethod
+    def from_config(cls, judge_cfg: Any) -> "JudgeSettings":
+        """From the `judge` config group (conf/judge/llm.yaml); one ConfigError naming the bad key."""
+        cfg = _plain(judge_cfg) or {}
+        if cfg.get("model") in (None, ""):
+            raise ConfigError("judge.model is required for judge=llm (a conf/model name or an inline block)")
+        model = load_model_config(cfg["model"])
+        model_id = model.get("model_id") or model.get("model")
+        if not model_id:
+            raise ConfigError("judge.model: the model block has no model_id")
+        granularity = cfg.get("granularity", "sample")
+        if granularity not in GRANULARITIES:
+            raise ConfigError(f"judge.granularity must be one of {list(GRANULARITIES)}, got {granularity!r}")
+        types = tuple(cfg.get("types") or ())
+        unknown = [t for t in types if t not in LLM_TYPES]
+        if unknown:
+            raise ConfigError(f"judge.types: unknown rubric type(s) {unknown}; expected some of {list(LLM_TYPES)}")
+        for key in ("max_attempts", "transport_attempts", "concurrency"):
+            value = cfg.get(key, 1)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"judge.{key} must be a positive integer, got {value!r}")
+        temperature = cfg.get("temperature", 0.0)
+        if model.get("reasoning_effort"):
+            # OpenAI reasoning models (gpt-5*) reject any temperature but their default: send none
+            temperature = None
+        return cls(model=model, model_id=str(model_id), base_url=model.get("base_url"),
+                   temperature=None if temperature is None else float(temperature),
+                   max_tokens=cfg.get("max_tokens") or model.get("max_output_tokens") or 4096,
+                   granularity=granularity, types=types,
+                   attribute_fallback=bool(cfg.get("attribute_fallback", False)),
+                   skip_exact=bool(cfg.get("skip_exact", False)), max_attempts=int(cfg.get("max_attempts", 3)),
+                   transport_attempts=int(cfg.get("transport_attempts", 6)),
+                   concurrency=int(cfg.get("concurrency", 8)), timeout_s=float(cfg.get("timeout_s", 120.0)),
+                   json_mode=bool(cfg.get("json_mode", True)), cache=bool(cfg.get("cache", True)),
+                   cache_dir=cfg.get("cache_dir"),
+                   max_reviews=int(cfg.get("max_reviews", MAX_REVIEWS)),
+                   price_input_per_mtok=_price(model, "input"), price_output_per_mtok=_price(model, "output"),
+                   max_tokens_param=str(model.get("max_tokens_param") or "max_tokens"),
+                   reasoning_effort=model.get("reasoning_effort"), extra_body=dict(model.get("extra_body") or {}),
+                   max_retry_wait_s=float(model.get("max_retry_wait_s") or 60.0),
+                   backoff_base_s=float(model.get("backoff_base_s") or 1.0))
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        return (input_tokens * self.price_input_per_mtok + output_tokens * self.price_output_per_mtok) / 1e6
+
+    def describe(self) -> dict[str, Any]:
+        """For the manifest: what judged, never the key."""
+        return {"name": LLM, "model_id": self.model_id, "base_url": self.base_url, "temperature": self.temperature,
+                "granularity": self.granularity, "types": list(self.types),
+                "attribute_fallback": self.attribute_fallback, "skip_exact": self.skip_exact,
+                "max_attempts": self.max_attempts, "cache_dir": self.cache_dir}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The prompt
+# ---------------------------------------------------------------------------------------------------------
+
+def product_view(product: Product) -> dict[str, Any]:
+    """Everything the judge may use about the product (the original hid description and main_category)."""
+    return {"product_id": product.product_id, "title": product.title, "store": product.store,
+            "main_category": product.main_category, "price": product.price,
+            "average_rating": product.average_rating, "rating_number": product.rating_number,
+            "details": product.details, "features": product.features, "description": product.description}
+
+
+def rubric_line(rubric: Rubric) -> str:
+    expected = rubric.opinion if rubric.type == "review_opinion" else rubric.expected_value
+    return (f"- [{rubric.id}] ({rubric.type}) {rubric.description} | field: {rubric.field} | expected: "
+            f"{json.dumps(expected, ensure_ascii=False)}")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text or "").split())
+
+
+def user_prompt(product: Product, rubrics: Sequence[Rubric], *, reviews: Sequence[Review] | None = None,
+                voucher: Voucher | None = None) -> str:
+    lines = ["=== RECOMMENDED PRODUCT ===", json.dumps(product_view(product), indent=2, ensure_ascii=False)]
+    if reviews is not None:
+        lines += ["", f"=== REVIEWS ({len(reviews)}) ==="]
+        # full text (no 500-character cut); line breaks folded so that one review is one line
+        lines += [f"Review {i}: [{r.rating}*] {_one_line(r.title)} - {_one_line(r.text)}"
+                  for i, r in enumerate(reviews, 1)]
+    if voucher is not None:
+        lines += ["", "=== VOUCHER / BUDGET CONTEXT ===", json.dumps(voucher.to_dict(), indent=2, ensure_ascii=False)]
+    lines += ["", "=== RUBRICS ===", *(rubric_line(r) for r in rubrics), "",
+              f"Answer for exactly these rubric_ids: {json.dumps([r.id for r in rubrics])}"]
+    return "\n".join(lines)
+
+
+def correction_note(error: str, rubric_ids: Sequence[str]) -> str:
+    return (f"Your reply could not be used: {error}. Reply again with a JSON object only, "
+            f'{{"results": [...]}}, with exactly one entry for each of these rubric_ids: '
+            f"{json.dumps(list(rubric_ids))}, and \"satisfied\" as the JSON boolean true or false.")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Reading the reply
+# ---------------------------------------------------------------------------------------------------------
+
+def _boolean(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    return None
+
+
+def _flatten(results: list) -> list:
+    flat = []
+    for item in results:
+        flat.extend(item if isinstance(item, list) else [item])
+    return flat
+
+
+def parse_results(content: str | None, rubric_ids: Sequence[str]) -> dict[str, tuple[bool, str]]:
+    """{rubric_id: (satisfied, reasoning)} for exactly `rubric_ids`; JudgeReplyError says what is wrong."""
+    if not content or not content.strip():
+        raise JudgeReplyError("the reply is empty")
+    text = content.strip()
+    if text.startswith("```"):                       # a fenced block despite JSON mode
+        text = text.strip("`").removeprefix("json").strip()
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise JudgeReplyError(f"the reply is not valid JSON ({exc.msg})") from None
+    results = data.get("results") if isinstance(data, dict) else None
+    if not isinstance(results, list):
+        raise JudgeReplyError('the reply has no "results" list')
+    wanted, found, seen, problems = set(rubric_ids), {}, set(), []
+    for i, entry in enumerate(_flatten(results)):
+        rid = entry.get("rubric_id") if isinstance(entry, dict) else None
+        if not isinstance(rid, str) or not rid:
+            problems.append(f"results[{i}] has no rubric_id")
+            continue
+        if rid not in wanted:
+            problems.append(f"unknown rubric_id {rid!r}")
+            continue
+        if rid in seen:
+            problems.append(f"rubric_id {rid!r} appears twice")
+            continue
+        seen.add(rid)
+        satisfied = _boolean(entry.get("satisfied"))
+        if satisfied is None:
+            problems.append(f"rubric_id {rid!r}: satisfied is {entry.get('satisfied')!r}, not true or false")
+            continue
+        reasoning = entry.get("reasoning")
+        found[rid] = (satisfied, reasoning if isinstance(reasoning, str) else "")
+    missing = [rid for rid in rubric_ids if rid not in seen]
+    if missing:
+        problems.append(f"missing rubric_id(s) {missing}")
+    if problems:
+        raise JudgeReplyError("; ".join(problems))
+    return found
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Calling the model
+# ---------------------------------------------------------------------------------------------------------
+
+@dataclass
+class Usage:
+    """What judging cost: calls made, cache hits, tokens and dollars (replies served from cache cost 0)."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    retries: int = 0              # transport retries (429, 5xx, timeouts)
+    invalid_replies: int = 0      # replies that failed validation and were asked again
+    unscored: int = 0             # rubrics left unscored
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def add(self, other: "Usage") -> None:
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        out["cost_usd"] = round(self.cost_usd, 6)
+        return out
+
+
+@dataclass
+class Decision:
+    results: dict[str, tuple[bool, str]] | None      # None: unscored
+    error: str = ""
+    usage: Usage = field(default_factory=Usage)
+
+
+class LLMJudge:
+    """Decides rubrics with an OpenAI-compatible model; one instance per judging pass (holds the client,
+    the cache and the concurrency gate)."""
+
+    def __init__(self, settings: JudgeSettings, *, cache: JudgeCache | None = None, client: Any = None,
+                 api_key: str | None = None):
+        self.settings = settings
+        self.cache = cache
+        self.usage = Usage()
+        self._client = client
+        self._api_key = api_key
+        self._gate: asyncio.Semaphore | None = None
+
+    @property
+    def client(self):
+        if self._client is None:
+            import logging
+
+            from openai import AsyncOpenAI
+            logging.getLogger("httpx").setLevel(logging.WARNING)   # one INFO line per request otherwise
+
+            from ecab.agents.keys import NO_KEY_PLACEHOLDER
+            self._client = AsyncOpenAI(base_url=self.settings.base_url, api_key=self._api_key or NO_KEY_PLACEHOLDER,
+                                       max_retries=0, timeout=self.settings.timeout_s)
+        return self._client
+
+    @property
+    def gate(self) -> asyncio.Semaphore:
+        if self._gate is None:      # created lazily so it binds to the running event loop
+            self._gate = asyncio.Semaphore(self.settings.concurrency)
+        return self._gate
+
+    async def aclose(self) -> None:
+        if self._client is not None and hasattr(self._client, "close"):
+            await self._client.close()
+
+    # -- one request --------------------------------------------------------------------------------------
+
+    async def _complete(self, messages: list[dict[str, str]], usage: Usage) -> str:
+        from ecab.agents.keys import scrub
+        from ecab.agents.retry import retrying
+
+        def on_retry(exc: BaseException, wait_s: float, attempt: int) -> None:
+            usage.retries += 1
+
+        kwargs: dict[str, Any] = {"model": self.settings.model_id, "messages": messages}
+        if self.settings.temperature is not None:
+            kwargs["temperature"] = self.settings.temperature
+        if self.settings.max_tokens:
+            kwargs[self.settings.max_tokens_param] = int(self.settings.max_tokens)
+        if self.settings.reasoning_effort:
+            kwargs["reasoning_effort"] = self.settings.reasoning_effort
+        if self.settings.extra_body:
+            kwargs["extra_body"] = self.settings.extra_body
+        if self.settings.json_mode:
+            kwargs["response_format"] = {"type": "json_object"}
+        try:
+            async for attempt in retrying(on_retry=on_retry, max_attempts=self.settings.transport_attempts,
+                                          max_wait=self.settings.max_retry_wait_s,
+                                          backoff_base=self.settings.backoff_base_s):
+                with attempt:
+                    async with self.gate:
+                        usage.calls += 1
+                        response = await self.client.chat.completions.create(**kwargs)
+        except Exception as exc:  # noqa: BLE001 -- any API failure leaves the rubrics unscored, never wrong
+            from ecab.agents.retry import describe_error
+            raise JudgeReplyError(f"judge call failed: {scrub(describe_error(exc), self._api_key)}") from None
+        if response.usage is not None:
+            inp, out = int(response.usage.prompt_tokens or 0), int(response.usage.completion_tokens or 0)
+            usage.input_tokens += inp
+            usage.output_tokens += out
+            usage.cost_usd += self.settings.cost(inp, out)
+        choice = response.choices[0] if response.choices else None
+        return (choice.message.content or "") if choice is not None else ""
+
+    async def decide(self, system: str, user: str, rubric_ids: Sequence[str]) -> Decision:
+        """Ask until the reply matches `rubric_ids` (at most max_attempts replies); cached when it does."""
+        usage = Usage()
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        key = cache_key(self.settings.model_id, self.settings.temperature, messages)
+        if self.cache is not None and (hit := self.cache.get(key)) is not None:
+            try:
+                usage.cache_hits += 1
+                return Decision(parse_results(hit.content, rubric_ids), usage=usage)
+            except JudgeReplyError:
+                usage.cache_hits -= 1        # a stale entry (cannot happen unless edited): ask again
+        error = ""
+        for attempt in range(1, self.settings.max_attempts + 1):
+            before = (usage.input_tokens, usage.output_tokens, usage.cost_usd)
+            try:
+                content = await self._complete(messages, usage)
+            except JudgeReplyError as exc:          # transport failure after the shared retry policy
+                return Decision(None, str(exc), usage)
+            try:
+                results = parse_results(content, rubric_ids)
+            except JudgeReplyError as exc:
+                error = str(exc)
+                usage.invalid_replies += 1
+                messages = messages + [{"role": "assistant", "content": content},
+                                       {"role": "user", "content": correction_note(error, rubric_ids)}]
+                continue
+            if self.cache is not None:
+                paid = {"input_tokens": usage.input_tokens - before[0], "output_tokens": usage.output_tokens - before[1],
+                        "cost_usd": round(usage.cost_usd - before[2], 8), "attempts": attempt}
+                self.cache.put(key, self.settings.model_id, content, paid)
+            return Decision(results, usage=usage)
+        return Decision(None, f"unusable judge reply after {self.settings.max_attempts} attempt(s): {error}", usage)
+
+    # -- one episode ----------------------------------------------------------------------------------------
+
+    def routes_to_llm(self, rubric: Rubric, product: Product, rules_verdict: Verdict | None) -> bool:
+        if rubric.type in self.settings.types:
+            return True
+        if rubric.type == "attribute_match" and self.settings.attribute_fallback and rules_verdict is not None:
+            return rules_verdict.satisfied is False and lookup_detail(product.details, rubric.field) is None
+        return False
+
+    async def judge_product(self, task: Task, product: Product | None, *, reviews: Sequence[Review] | None,
+                            exact: bool, review_checker=None) -> tuple[list[Verdict], Usage]:
+        """One verdict per rubric in rubric order: LLM-routed rubrics by the model, the others by rules."""
+        if product is None:
+            return [no_product_verdict(r) for r in task.rubrics], Usage()
+        verdicts: dict[str, Verdict] = {}
+        to_llm: list[Rubric] = []
+        for rubric in task.rubrics:
+            # review_opinion goes to the LLM without computing the (embedding) rules verdict first
+            rules = None if rubric.type in self.settings.types else \
+                check_rubric(rubric, product, voucher=task.voucher, reviews=list(reviews or []),
+                             review_checker=review_checker)
+            if (not exact or not self.settings.skip_exact) and self.routes_to_llm(rubric, product, rules):
+                to_llm.append(rubric)
+            elif rules is not None:
+                verdicts[rubric.id] = rules
+            else:   # skip_exact on an exact match: the rules judge keeps the rubric
+                verdicts[rubric.id] = check_rubric(rubric, product, voucher=task.voucher, reviews=list(reviews or []),
+                                                   review_checker=review_checker)
+        usage = Usage()
+        if to_llm:
+            groups = [to_llm] if self.settings.granularity == "sample" else [[r] for r in to_llm]
+            decided = await asyncio.gather(*(self._judge_group(task, product, reviews, g) for g in groups))
+            for group_verdicts, group_usage in decided:
+                usage.add(group_usage)
+                verdicts.update(group_verdicts)
+        self.usage.add(usage)
+        return [verdicts[r.id] for r in task.rubrics], usage
+
+    async def _judge_group(self, task: Task, product: Product, reviews: Sequence[Review] | None,
+                           rubrics: list[Rubric]) -> tuple[dict[str, Verdict], Usage]:
+        shown = list(reviews or [])[: self.settings.max_reviews] if any(r.type == "review_opinion" for r in rubrics) \
+            else None
+        prompt = user_prompt(product, rubrics, reviews=shown, voucher=task.voucher)
+        decision = await self.decide(JUDGE_SYSTEM_PROMPT, prompt, [r.id for r in rubrics])
+        out = {}
+        for rubric in rubrics:
+            if decision.results is None:
+                decision.usage.unscored += 1
+                satisfied, reasoning = None, f"unscored: {decision.error}"
+            else:
+                satisfied, reasoning = decision.results[rubric.id]
+            out[rubric.id] = Verdict(rubric_id=rubric.id, type=rubric.type, info_source=rubric.info_source,
+                                     field=rubric.field, satisfied=satisfied, method=LLM, reasoning=reasoning,
+                                     evidence=f"llm judge {self.settings.model_id}")
+        return out, decision.usage
+
+    async def judge_trajectory(self, task: Task, traj: Trajectory, catalog, *, review_checker=None,
+                               judge_name: str = LLM) -> Judgement:
+        predicted = traj.predicted_product_id
+        product = catalog.get_product(predicted) if predicted else None
+        exact = predicted is not None and predicted == task.target_product.product_id
+        needs_reviews = product is not None and any(r.type == "review_opinion" for r in task.rubrics)
+        reviews = catalog.get_reviews(product.product_id, limit=self.settings.max_reviews) if needs_reviews else None
+        verdicts, usage = await self.judge_product(task, product, reviews=reviews, exact=exact,
+                                                   review_checker=review_checker)
+        return make_judgement(task, traj, verdicts, judge_name=judge_name, usage=usage)
+
+
+def make_judgement(task: Task, traj: Trajectory, verdicts: list[Verdict], *, judge_name: str,
+                   usage: Usage | None = None) -> Judgement:
+    """The Judgement of one episode (the same outcome rules as judge.episode), with the judge's usage."""
+    predicted = traj.predicted_product_id
+    exact = predicted is not None and predicted == task.target_product.product_id
+    scored = [v.satisfied for v in verdicts]
+    if not verdicts or any(s is False for s in scored):
+        all_satisfied = False
+    elif any(s is None for s in scored):
+        all_satisfied = None
+    else:
+        all_satisfied = True
+    extras = {"judge_usage": usage.as_dict()} if usage is not None else {}
+    return Judgement(id=task.id, unit=dict(traj.unit), judge=judge_name, predicted_product_id=predicted,
+                     target_product_id=task.target_product.product_id, exact_product_match=exact,
+                     all_satisfied=all_satisfied, correct=True if exact else all_satisfied, verdicts=verdicts,
+                     runtime_error=traj.termination == "infra_error", error_message=traj.error, extras=extras)
+
+
+async def judge_all_llm(settings: JudgeSettings, tasks: dict[str, Task], trajectories: Iterable[Trajectory], catalog,
+                        *, cache: JudgeCache | None = None, client: Any = None, api_key: str | None = None,
+                        review_checker=None, judge_name: str = LLM) -> tuple[list[Judgement], dict[str, Any]]:
+    """Judge every trajectory concurrently (the gate bounds requests in flight); returns (judgements in
+    input order, a description with the usage totals for the manifest)."""
+    judge = LLMJudge(settings, cache=cache, client=client, api_key=api_key)
+    started = time.perf_counter()
+    try:
+        judgements = await asyncio.gather(*(
+            judge.judge_trajectory(tasks[t.id], t, catalog, review_checker=review_checker, judge_name=judge_name)
+            for t in trajectories))
+    finally:
+        await judge.aclose()
+    describe = settings.describe()
+    describe["usage"] = judge.usage.as_dict()
+    describe["wall_s"] = round(time.perf_counter() - started, 3)
+    if cache is not None:
+        describe["cache"] = cache.describe()
+    return list(judgements), describe
+
+
+def open_cache(settings: JudgeSettings) -> JudgeCache | None:
+    return JudgeCache(Path(settings.cache_dir)) if settings.cache and settings.cache_dir else None

@@ -1,0 +1,71 @@
+"""`python -m ecab.sim [--port 0] [--latency-ms 20 --latency lognormal] [--rate-429 0.1] ...`
+
+Serves the simulated endpoint until interrupted and prints its base URL (first line of stdout), e.g. to
+point a run at it: `python -m ecab.run model=sim model.base_url=http://127.0.0.1:8123/v1`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+
+from ecab.sim.server import FAULT_KINDS, SimConfig, SimServer
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m ecab.sim", description=__doc__.splitlines()[0])
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    p.add_argument("--latency", choices=("fixed", "lognormal"), default="fixed")
+    p.add_argument("--latency-ms", type=float, default=0.0, help="fixed delay, or the lognormal median")
+    p.add_argument("--latency-sigma", type=float, default=0.5)
+    p.add_argument("--rate-429", type=float, default=0.0)
+    p.add_argument("--retry-after-s", type=float, default=0.05)
+    p.add_argument("--rpm", type=float, default=None)
+    p.add_argument("--tpm", type=float, default=None)
+    p.add_argument("--rate-5xx", type=float, default=0.0)
+    for kind in FAULT_KINDS:
+        p.add_argument(f"--{kind.replace('_', '-')}", type=float, default=0.0, metavar="RATE",
+                       help=f"rate of {kind.replace('_', ' ')} outputs")
+    p.add_argument("--require-key-env", default=None,
+                   help="name of an environment variable holding a key the server will require")
+    p.add_argument("--seed", type=int, default=0)
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import os
+    args = parse_args(argv)
+    for name in ("rate_429", "rate_5xx", *FAULT_KINDS):
+        value = getattr(args, name)
+        if not 0.0 <= value <= 1.0:
+            print(f"ecab.sim: error: --{name.replace('_', '-')} must be a rate in [0, 1], got {value}", file=sys.stderr)
+            return 2
+    key = os.environ.get(args.require_key_env) if args.require_key_env else None
+    if args.require_key_env and not key:
+        print(f"ecab.sim: error: environment variable {args.require_key_env} is not set", file=sys.stderr)
+        return 2
+    config = SimConfig(latency=args.latency, latency_ms=args.latency_ms, latency_sigma=args.latency_sigma,
+                       rate_429=args.rate_429, retry_after_s=args.retry_after_s, rpm=args.rpm, tpm=args.tpm,
+                       rate_5xx=args.rate_5xx, malformed={k: getattr(args, k) for k in FAULT_KINDS},
+                       api_key=key, seed=args.seed)
+    server = SimServer(config, host=args.host, port=args.port)
+    url = server.start()
+    print(url, flush=True)
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    try:
+        while not done.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+        print(json.dumps(server.stats), file=sys.stderr, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,336 @@
+"""An OpenAI-compatible chat-completions server on 127.0.0.1 whose model is the heuristic policy.
+
+It exists so the LLM path (the openai client, tenacity retries, token accounting, the episode loop's
+handling of bad model output) runs over real HTTP on a machine without any endpoint or key, in tests and
+in the offline demo (`model=sim`), and so the runner can be load-tested.
+
+Injectable trouble (all rates are per request, drawn from one seeded generator):
+- latency: fixed, or lognormal around a median;
+- 429 at a given rate, with Retry-After / retry-after-ms; plus RPM and TPM token buckets that answer
+  429 with the time until the bucket refills;
+- 5xx at a given rate (500/502/503);
+- malformed outputs: invalid JSON arguments, two tool calls in one turn, no tool call, an unknown tool
+  (never on recommend_product, so a fault alone never ends an episode);
+- optional: a required API key (401 otherwise), a list of served model ids (404 otherwise), a context
+  limit in estimated tokens (400 context_length_exceeded).
+
+Endpoints: POST /v1/chat/completions, GET /v1/models, GET /v1/sim/stats.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import random
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from aiohttp import web
+
+from ecab.sim.policy import HeuristicPolicy, new_call_id
+
+DEFAULT_MODEL_ID = "ecab-sim-heuristic"
+FAULT_KINDS = ("invalid_json", "two_calls", "no_tool_call", "unknown_tool")
+UNKNOWN_TOOL_NAME = "search_catalog"     # plausible, but not one of the 10 tools
+CHARS_PER_TOKEN = 4.0
+
+
+@dataclass
+class SimConfig:
+    """How the simulated endpoint behaves. Every rate is a probability per request."""
+
+    latency: str = "fixed"                 # fixed | lognormal
+    latency_ms: float = 0.0                # fixed delay, or the lognormal median
+    latency_sigma: float = 0.5             # lognormal shape
+    rate_429: float = 0.0
+    retry_after_s: float | None = 0.05     # Retry-After on random 429s (None: send none)
+    rpm: float | None = None               # request bucket (requests per minute)
+    tpm: float | None = None               # token bucket (estimated prompt tokens per minute)
+    rate_5xx: float = 0.0
+    malformed: dict[str, float] = field(default_factory=lambda: {k: 0.0 for k in FAULT_KINDS})
+    api_key: str | None = None             # when set, requests must present it (401 otherwise)
+    models: list[str] | None = None        # when set, other model ids get 404
+    context_limit_tokens: int | None = None
+    seed: int = 0
+
+    @classmethod
+    def from_any(cls, value: Any) -> "SimConfig":
+        """From a SimConfig, a dict or an omegaconf node; unknown keys are an error naming the key."""
+        if isinstance(value, SimConfig):
+            return value
+        if value is None:
+            return cls()
+        if not isinstance(value, dict):
+            from omegaconf import OmegaConf
+            value = OmegaConf.to_container(value, resolve=True)
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(value) - known)
+        if unknown:
+            raise ValueError(f"model.sim: unknown key(s) {unknown}; known: {sorted(known)}")
+        out = cls(**{k: v for k, v in value.items()})
+        out.malformed = {**{k: 0.0 for k in FAULT_KINDS}, **dict(out.malformed or {})}
+        bad = sorted(set(out.malformed) - set(FAULT_KINDS))
+        if bad:
+            raise ValueError(f"model.sim.malformed: unknown fault(s) {bad}; known: {list(FAULT_KINDS)}")
+        if out.latency not in ("fixed", "lognormal"):
+            raise ValueError(f"model.sim.latency must be fixed or lognormal, got {out.latency!r}")
+        return out
+
+
+class TokenBucket:
+    """`per_minute` units refilled continuously, holding at most one second's worth (limits are smoothed,
+    as hosted APIs do, so a burst hits them without waiting a minute); `take(n)` returns 0 when granted,
+    else the seconds until it would be."""
+
+    def __init__(self, per_minute: float):
+        self.rate = float(per_minute) / 60.0
+        self.capacity = max(1.0, self.rate)
+        self.level = self.capacity
+        self.stamp = time.monotonic()
+
+    def take(self, amount: float) -> float:
+        now = time.monotonic()
+        self.level = min(self.capacity, self.level + (now - self.stamp) * self.rate)
+        self.stamp = now
+        amount = min(amount, self.capacity)   # a request bigger than the bucket waits for a full one
+        if self.level >= amount:
+            self.level -= amount
+            return 0.0
+        return (amount - self.level) / self.rate
+
+
+def estimate_tokens(text: str) -> int:
+    return max(1, math.ceil(len(text) / CHARS_PER_TOKEN))
+
+
+class SimApp:
+    """The request handling, separate from the thread/loop plumbing so it can be reused."""
+
+    def __init__(self, config: SimConfig):
+        self.config = config
+        self.rng = random.Random(config.seed)
+        self.policy = HeuristicPolicy(seed=config.seed)
+        self.rpm = TokenBucket(config.rpm) if config.rpm else None
+        self.tpm = TokenBucket(config.tpm) if config.tpm else None
+        self.stats: dict[str, int] = {"requests": 0, "ok": 0, "429_random": 0, "429_rpm": 0, "429_tpm": 0,
+                                      "5xx": 0, "401": 0, "404": 0, "400": 0,
+                                      **{f"fault_{k}": 0 for k in FAULT_KINDS}}
+        self.started = time.monotonic()
+
+    def make_app(self) -> web.Application:
+        app = web.Application(client_max_size=256 * 1024 * 1024)   # 100-step conversations are large
+        app.router.add_post("/v1/chat/completions", self.chat_completions)
+        app.router.add_get("/v1/models", self.list_models)
+        app.router.add_get("/v1/sim/stats", self.get_stats)
+        return app
+
+    # -------------------------------------------------------------------------------------------- handlers
+
+    async def list_models(self, request: web.Request) -> web.Response:
+        ids = self.config.models or [DEFAULT_MODEL_ID]
+        return web.json_response({"object": "list", "data": [{"id": m, "object": "model", "created": 0,
+                                                              "owned_by": "ecab-sim"} for m in ids]})
+
+    async def get_stats(self, request: web.Request) -> web.Response:
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        return web.json_response({**self.stats, "elapsed_s": round(elapsed, 3),
+                                  "policy_replays": self.policy.replays, "policy_resumes": self.policy.resumes})
+
+    async def chat_completions(self, request: web.Request) -> web.Response:
+        self.stats["requests"] += 1
+        cfg = self.config
+        presented = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+        if cfg.api_key and presented != cfg.api_key:
+            # Echoes the presented key, as some providers do: the client must keep it out of its records.
+            return self._error(401, f"Incorrect API key provided: {presented}.", "invalid_request_error",
+                               "invalid_api_key")
+        try:
+            raw = await request.read()
+            body = json.loads(raw)
+            messages = body["messages"]
+            model = str(body.get("model") or "")
+        except (json.JSONDecodeError, KeyError, TypeError):
+            return self._error(400, "Request body must be JSON with 'model' and 'messages'.",
+                               "invalid_request_error", None)
+        if cfg.models and model not in cfg.models:
+            return self._error(404, f"The model `{model}` does not exist or you do not have access to it.",
+                               "invalid_request_error", "model_not_found")
+        prompt_tokens = estimate_tokens(raw.decode("utf-8", "replace"))   # messages + tool schemas, roughly
+        if cfg.context_limit_tokens and prompt_tokens > cfg.context_limit_tokens:
+            return self._error(400, f"This model's maximum context length is {cfg.context_limit_tokens} tokens. "
+                                    f"However, your messages resulted in {prompt_tokens} tokens.",
+                               "invalid_request_error", "context_length_exceeded")
+        limited = self._rate_limited(prompt_tokens)
+        if limited is not None:
+            return limited
+        await asyncio.sleep(self._latency_s())
+        if cfg.rate_5xx and self.rng.random() < cfg.rate_5xx:
+            self.stats["5xx"] += 1
+            status = self.rng.choice((500, 502, 503))
+            return self._error(status, "The server had an error while processing your request.", "server_error", None)
+        message, finish = self._assistant_message(messages)
+        self.stats["ok"] += 1
+        return web.json_response(self._completion(model, message, finish, prompt_tokens))
+
+    # ---------------------------------------------------------------------------------------------- parts
+
+    def _rate_limited(self, prompt_tokens: int) -> web.Response | None:
+        cfg = self.config
+        if cfg.rate_429 and self.rng.random() < cfg.rate_429:
+            self.stats["429_random"] += 1
+            return self._error(429, "Rate limit reached (simulated).", "rate_limit_error", "rate_limit_exceeded",
+                               retry_after=cfg.retry_after_s)
+        if self.rpm is not None:
+            wait = self.rpm.take(1)
+            if wait:
+                self.stats["429_rpm"] += 1
+                return self._error(429, f"Rate limit reached for requests per minute: limit {cfg.rpm:g}.",
+                                   "rate_limit_error", "rate_limit_exceeded", retry_after=wait)
+        if self.tpm is not None:
+            wait = self.tpm.take(prompt_tokens)
+            if wait:
+                self.stats["429_tpm"] += 1
+                return self._error(429, f"Rate limit reached for tokens per minute: limit {cfg.tpm:g}, "
+                                        f"requested {prompt_tokens}.",
+                                   "rate_limit_error", "rate_limit_exceeded", retry_after=wait)
+        return None
+
+    def _latency_s(self) -> float:
+        cfg = self.config
+        if cfg.latency_ms <= 0:
+            return 0.0
+        if cfg.latency == "lognormal":
+            return self.rng.lognormvariate(math.log(cfg.latency_ms), cfg.latency_sigma) / 1000.0
+        return cfg.latency_ms / 1000.0
+
+    def _pick_fault(self) -> str | None:
+        draw = self.rng.random()
+        edge = 0.0
+        for kind in FAULT_KINDS:
+            edge += float(self.config.malformed.get(kind) or 0.0)
+            if draw < edge:
+                return kind
+        return None
+
+    def _assistant_message(self, messages: list[dict[str, Any]]) -> tuple[dict[str, Any], str]:
+        from ecab.sim.judge_policy import is_judge_request, judge_reply   # the LLM judge's prompts
+        if is_judge_request({"messages": messages}):
+            return {"role": "assistant", "content": judge_reply(messages)}, "stop"
+        reply, state = self.policy.next_reply(messages)
+        message: dict[str, Any] = {"role": "assistant", "content": reply.thought,
+                                   "reasoning_content": reply.reasoning}
+        if reply.call is None:
+            message["content"] = f"{reply.thought} (ref {uuid.uuid4().hex[:12]})"
+            return message, "stop"
+        name, arguments = reply.call
+        fault = self._pick_fault() if name != "recommend_product" else None
+        if fault:
+            self.stats[f"fault_{fault}"] += 1
+        if fault == "no_tool_call":
+            message["content"] = (f"{reply.thought}\nI think I can answer without a tool. "
+                                  f"(ref {uuid.uuid4().hex[:12]})")
+            self.policy.remember(state, message)
+            return message, "stop"
+        call_name = UNKNOWN_TOOL_NAME if fault == "unknown_tool" else name
+        text = json.dumps(arguments, ensure_ascii=False)
+        if fault == "invalid_json":
+            text = text[:-1] + ',"'       # a truncated object: json.loads fails
+        calls = [_tool_call(call_name, text)]
+        if fault == "two_calls":
+            calls.append(_tool_call("get_user_profile", "{}"))
+        message["tool_calls"] = calls
+        self.policy.remember(state, message)
+        return message, "tool_calls"
+
+    def _completion(self, model: str, message: dict[str, Any], finish: str, prompt_tokens: int) -> dict[str, Any]:
+        spoken = (message.get("content") or "") + "".join(
+            c["function"]["name"] + c["function"]["arguments"] for c in message.get("tool_calls") or [])
+        reasoning_tokens = estimate_tokens(message.get("reasoning_content") or "")
+        completion_tokens = estimate_tokens(spoken) + reasoning_tokens
+        return {"id": "chatcmpl-" + uuid.uuid4().hex[:24], "object": "chat.completion", "created": int(time.time()),
+                "model": model or DEFAULT_MODEL_ID, "system_fingerprint": "ecab-sim",
+                "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                          "total_tokens": prompt_tokens + completion_tokens,
+                          "completion_tokens_details": {"reasoning_tokens": reasoning_tokens}}}
+
+    def _error(self, status: int, message: str, kind: str, code: str | None,
+               retry_after: float | None = None) -> web.Response:
+        if status in (400, 401, 404):   # 429s and 5xx are counted where they are decided
+            self.stats[str(status)] += 1
+        headers = {}
+        if retry_after is not None:
+            headers["retry-after-ms"] = str(int(math.ceil(retry_after * 1000)))
+            headers["retry-after"] = f"{retry_after:.3f}"
+        return web.json_response({"error": {"message": message, "type": kind, "param": None, "code": code}},
+                                 status=status, headers=headers)
+
+
+def _tool_call(name: str, arguments: str) -> dict[str, Any]:
+    return {"id": new_call_id(), "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+class SimServer:
+    """The simulator on its own event loop in a background thread: `with SimServer(cfg) as sim: sim.base_url`."""
+
+    def __init__(self, config: SimConfig | dict | Any = None, host: str = "127.0.0.1", port: int = 0):
+        self.config = SimConfig.from_any(config)
+        self.host, self.port = host, port
+        self.app = SimApp(self.config)
+        self.base_url: str | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self._ready = threading.Event()
+        self._failure: BaseException | None = None
+
+    def start(self) -> str:
+        self._thread = threading.Thread(target=self._serve, name="ecab-sim", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(timeout=30):
+            raise RuntimeError("the simulator did not start within 30 s")
+        if self._failure is not None:
+            raise RuntimeError(f"the simulator failed to start: {self._failure}") from self._failure
+        return self.base_url
+
+    def _serve(self) -> None:
+        loop = self._loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        try:
+            self._runner = web.AppRunner(self.app.make_app(), access_log=None)
+            loop.run_until_complete(self._runner.setup())
+            site = web.TCPSite(self._runner, self.host, self.port, backlog=1024)
+            loop.run_until_complete(site.start())
+            host, port = self._runner.addresses[0][:2]
+            self.port = port
+            self.base_url = f"http://{host}:{port}/v1"
+        except BaseException as exc:  # noqa: BLE001 - reported to start()
+            self._failure = exc
+            self._ready.set()
+            loop.close()
+            return
+        self._ready.set()
+        try:
+            loop.run_forever()
+        finally:
+            loop.run_until_complete(self._runner.cleanup())
+            loop.close()
+
+    def stop(self) -> None:
+        if self._loop is not None and self._thread is not None and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=30)
+
+    @property
+    def stats(self) -> dict[str, int]:
+        return dict(self.app.stats)
+
+    def __enter__(self) -> "SimServer":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

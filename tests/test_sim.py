@@ -1,0 +1,194 @@
+"""The simulator (ecab.sim) over real HTTP with the real openai client: protocol, injected trouble, the
+policy's replay across stateless requests, the CLI, and its throughput."""
+import asyncio
+import json
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import openai
+import pytest
+
+from ecab.agents.retry import retry_after_seconds
+from ecab.env.tools import tool_schemas
+from ecab.sim import SimConfig, SimServer
+from ecab.sim.policy import HeuristicPolicy
+
+ROOT = Path(__file__).resolve().parents[1]
+QUERY = "I need a braided USB-C charger cable under $20 with at least 4 stars."
+SYSTEM = {"role": "system", "content": "You are a personal shopping assistant."}
+# Canned tool results, enough for the heuristic plan to reach its recommendation.
+PROFILE = {"profile": {"product_requirements": {"Color": "Black"}}}
+SEARCH = {"products": [{"product_id": "P1", "title": "Braided USB-C cable"},
+                       {"product_id": "P2", "title": "USB-C cable"}], "total_found": 2}
+
+
+def fake_result(name: str, args: dict) -> dict:
+    if name == "get_user_profile":
+        return PROFILE
+    if name == "ask_user":
+        return {"user_response": "I'm not sure."}
+    if name == "search_products":
+        return SEARCH
+    if name == "get_product_details":
+        return {"product": {"product_id": args["product_id"], "title": "Braided USB-C cable", "price": 9.99,
+                            "details": {"Color": "Black"}, "features": []}}
+    if name == "get_product_review_stats":
+        return {"products": [{"product_id": p, "average_rating": 4.5, "rating_number": 100}
+                             for p in args["product_ids"]]}
+    return {"reviews": []}
+
+
+def client_for(sim, key="none"):
+    return openai.AsyncOpenAI(base_url=sim.base_url, api_key=key, max_retries=0)
+
+
+async def converse(client, max_turns=60, model="ecab-sim-heuristic"):
+    """Drive a conversation like the episode loop does (first call executed, reminders on faults)."""
+    messages = [SYSTEM, {"role": "user", "content": QUERY}]
+    executed = []
+    for _ in range(max_turns):
+        response = await client.chat.completions.create(model=model, messages=messages, tools=tool_schemas())
+        message = response.choices[0].message.to_dict()
+        calls = message.get("tool_calls") or []
+        if not calls:
+            messages += [{"role": "assistant", "content": message["content"]},
+                         {"role": "user", "content": "Do not answer directly."}]
+            continue
+        first = calls[0]
+        messages.append({"role": "assistant", "content": message["content"], "tool_calls": [first]})
+        name, raw = first["function"]["name"], first["function"]["arguments"]
+        try:
+            args = json.loads(raw)
+            result = fake_result(name, args) if name != "search_catalog" else {"error": f"Unknown tool: {name}"}
+        except json.JSONDecodeError as exc:
+            args, result = None, {"error": f"Invalid tool arguments JSON: {exc}"}
+        messages.append({"role": "tool", "tool_call_id": first["id"], "content": json.dumps(result)})
+        if "error" not in result:
+            executed.append((name, args))
+        if name == "recommend_product":
+            return executed, response
+    raise AssertionError("the conversation did not end")
+
+
+def test_models_endpoint_and_a_first_completion():
+    with SimServer() as sim:
+        with urllib.request.urlopen(sim.base_url + "/models") as r:
+            models = json.load(r)
+        assert [m["id"] for m in models["data"]] == ["ecab-sim-heuristic"]
+
+        async def first():
+            return await client_for(sim).chat.completions.create(
+                model="x", messages=[SYSTEM, {"role": "user", "content": QUERY}], tools=tool_schemas())
+        response = asyncio.run(first())
+    message = response.choices[0].message
+    assert response.choices[0].finish_reason == "tool_calls" and len(message.tool_calls) == 1
+    assert message.tool_calls[0].function.name == "get_user_profile"
+    assert message.to_dict()["reasoning_content"]
+    usage = response.usage
+    assert usage.prompt_tokens > 500 and usage.completion_tokens > usage.completion_tokens_details.reasoning_tokens > 0
+
+
+def test_a_whole_conversation_follows_the_heuristic_plan_and_faults_do_not_change_it():
+    with SimServer() as clean:
+        reference, _ = asyncio.run(converse(client_for(clean)))
+    assert reference[0] == ("get_user_profile", {}) and reference[-1][0] == "recommend_product"
+    assert reference[-1][1]["product_id"] == "P1"
+    faults = {"invalid_json": 0.1, "two_calls": 0.1, "no_tool_call": 0.1, "unknown_tool": 0.1}
+    with SimServer({"malformed": faults, "seed": 1}) as noisy:
+        executed, _ = asyncio.run(converse(client_for(noisy)))
+        stats = noisy.stats
+    assert sum(stats[f"fault_{k}"] for k in faults) >= 3
+    assert executed == reference
+
+
+def test_the_policy_resumes_live_plans_and_replays_on_a_miss():
+    with SimServer() as sim:
+        asyncio.run(converse(client_for(sim)))
+        policy = sim.app.policy
+        assert policy.replays == 1 and policy.resumes > 10          # one conversation, one plan
+    # A fresh policy (a restarted server) given a mid-conversation request replays to the same next call.
+    messages = [SYSTEM, {"role": "user", "content": QUERY}]
+    live = HeuristicPolicy()
+    for i in range(4):
+        reply, state = live.next_reply(messages)
+        call = {"id": f"c{i}", "type": "function",
+                "function": {"name": reply.call[0], "arguments": json.dumps(reply.call[1])}}
+        emitted = {"role": "assistant", "content": "", "tool_calls": [call]}
+        live.remember(state, emitted)
+        messages += [emitted, {"role": "tool", "tool_call_id": f"c{i}",
+                               "content": json.dumps(fake_result(*reply.call))}]
+    resumed, _ = live.next_reply(messages)
+    replayed, _ = HeuristicPolicy().next_reply(messages)
+    assert resumed.call == replayed.call and live.resumes == 4 and live.replays == 1
+
+
+def test_429_carries_retry_after_and_the_rpm_bucket_refills():
+    with SimServer({"rate_429": 1.0, "retry_after_s": 0.25}) as sim:
+        async def once():
+            await client_for(sim).chat.completions.create(model="m", messages=[SYSTEM])
+        with pytest.raises(openai.RateLimitError) as info:
+            asyncio.run(once())
+    assert retry_after_seconds(info.value) == 0.25
+    with SimServer({"rpm": 60}) as sim:           # one request per second, no burst beyond that
+        async def twice():
+            client = client_for(sim)
+            await client.chat.completions.create(model="m", messages=[SYSTEM, {"role": "user", "content": QUERY}])
+            await client.chat.completions.create(model="m", messages=[SYSTEM, {"role": "user", "content": QUERY}])
+        with pytest.raises(openai.RateLimitError) as info:
+            asyncio.run(twice())
+        assert 0.5 < retry_after_seconds(info.value) <= 1.0 and sim.stats["429_rpm"] == 1
+
+
+def test_errors_a_client_must_not_retry():
+    with SimServer({"api_key": "right", "models": ["only-this"]}) as sim:
+        async def call(key, model):
+            await client_for(sim, key).chat.completions.create(model=model, messages=[SYSTEM])
+        with pytest.raises(openai.AuthenticationError):
+            asyncio.run(call("wrong", "only-this"))
+        with pytest.raises(openai.NotFoundError):
+            asyncio.run(call("right", "another"))
+        assert sim.stats["401"] == 1 and sim.stats["404"] == 1
+
+
+def test_bad_sim_config_names_the_key():
+    with pytest.raises(ValueError, match="unknown key"):
+        SimConfig.from_any({"rate_492": 0.1})
+    with pytest.raises(ValueError, match="unknown fault"):
+        SimConfig.from_any({"malformed": {"garbled": 0.1}})
+
+
+def test_cli_prints_its_url_and_serves():
+    proc = subprocess.Popen([sys.executable, "-m", "ecab.sim", "--port", "0", "--latency-ms", "1"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")
+        with urllib.request.urlopen(url + "/models", timeout=10) as r:
+            assert json.load(r)["data"][0]["id"] == "ecab-sim-heuristic"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert proc.returncode == 0 and '"requests"' in proc.stderr.read()
+    bad = subprocess.run([sys.executable, "-m", "ecab.sim", "--rate-429", "2"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=60)
+    assert bad.returncode == 2 and "--rate-429 must be a rate in [0, 1]" in bad.stderr
+
+
+def test_throughput(capsys):
+    """Many concurrent short conversations: report requests per second (a floor, not a benchmark)."""
+    with SimServer() as sim:
+        async def load():
+            client = client_for(sim)
+            started = time.perf_counter()
+            await asyncio.gather(*(converse(client) for _ in range(16)))
+            return time.perf_counter() - started
+        elapsed = asyncio.run(load())
+        requests = sim.stats["requests"]
+    rate = requests / elapsed
+    with capsys.disabled():
+        print(f"\nsim throughput: {requests} requests in {elapsed:.2f} s = {rate:.0f} requests/s "
+              f"(client and server in one process)")
+    assert requests >= 16 * 10 and rate > 20
