@@ -72,6 +72,8 @@ def validate(cfg: DictConfig) -> None:
             raise ConfigError(f"benchmark.path: file not found: {path}")
     if cfg.tools.search not in ("hybrid", "fts", "vector", "original"):
         raise ConfigError(f"tools.search must be hybrid, fts, vector or original, got {cfg.tools.search!r}")
+    from ecab.judge.dispatch import check_judge_config
+    check_judge_config(cfg.judge)   # an LLM judge's key is checked before any episode runs
 
 
 def validate_llm_model(model: DictConfig) -> None:
@@ -128,7 +130,9 @@ def prepare_folder(cfg: DictConfig, tasks: list[Task], catalog):
     folder = RunFolder(Path(cfg.run.dir) / run_name(cfg))
     resolved = redact(OmegaConf.to_container(cfg, resolve=True))
     # The runner (local or ray, its concurrency) never changes a result, so a run may resume on another.
-    identity = {k: v for k, v in resolved.items() if k not in ("run", "runner")}
+    # What the episodes depend on: not how they are scheduled (runner) or named (run), nor the judge,
+    # which can be changed and re-run on finished episodes (python -m ecab.judge).
+    identity = {k: v for k, v in resolved.items() if k not in ("run", "runner", "judge")}
     manifest = {
         "run_name": run_name(cfg),
         "config_hash": stable_hash(identity),
@@ -193,7 +197,7 @@ def run_episodes(cfg: DictConfig, tasks: list[Task], catalog, folder, *, catalog
 
 def judge_and_reduce(cfg: DictConfig, tasks: list[Task], catalog, folder) -> dict:
     from ecab.judge.dispatch import judge_all, judge_model_name, write_verdict_files
-    from ecab.reduce import summarize, write_summary
+    from ecab.reduce import reduce_run
 
     by_id = {t.id: t for t in tasks}
     trajectories = [t for t in folder.latest_trajectories().values() if t.id in by_id]
@@ -207,8 +211,8 @@ def judge_and_reduce(cfg: DictConfig, tasks: list[Task], catalog, folder) -> dic
     manifest["judge_model"] = judge_model
     manifest["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%S")
     folder.write_manifest(manifest)
-    summary = summarize(by_id, trajectories, judgements, model=cfg.model.name, judge_model=judge_model)
-    write_summary(folder.path, summary)
+    # Reduce from the files on disk, exactly as `python -m ecab.reduce runs/<name>` would.
+    summary = reduce_run(folder.path)
     return summary
 
 

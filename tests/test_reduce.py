@@ -514,8 +514,12 @@ def test_a_torn_last_line_from_a_killed_writer_is_skipped(run, summary, tmp_path
     with part.open("a", encoding="utf-8") as handle:
         handle.write('{"id": "T1", "unit": {"task_id"')      # half a line, no newline
     assert reduce_run(run_dir) == summary
-    part.write_text(part.read_text(encoding="utf-8") + "\n", encoding="utf-8")   # now a complete bad line
-    with pytest.raises(FormatError, match=r"part-00000.jsonl:4: malformed JSON"):
+    # The runner appends after a torn line on a fresh line, so a torn line can also sit mid-file.
+    part.write_text(part.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    assert reduce_run(run_dir) == summary
+    # A line that is JSON but not a trajectory is corruption, not a torn write: one clear error.
+    part.write_text(part.read_text(encoding="utf-8") + '{"id": "T1", "steps": 7}\n', encoding="utf-8")
+    with pytest.raises(FormatError, match=r"part-00000.jsonl:5: field 'steps'"):
         reduce_run(run_dir)
 
 

@@ -33,32 +33,16 @@ def _records(path: Path, cls: type[Record]) -> Iterator[tuple[int, Any]]:
             raise exc.located(path, lineno) from None
 
 
-def is_torn_tail(path: Path, error: FormatError) -> bool:
-    """A killed writer can leave its last line half written (no newline): the runner re-runs that unit,
-    so reduce skips it too. Any other malformed line is an error."""
-    with path.open("rb") as handle:
-        handle.seek(0, 2)
-        if handle.tell() == 0:
-            return False
-        handle.seek(-1, 2)
-        if handle.read(1) == b"\n":
-            return False
-        handle.seek(0)
-        last_line = sum(1 for _ in handle)
-    return error.line == last_line
-
-
 def read_trajectories(path: Path) -> list[Trajectory]:
+    """The trajectories of one part file, under the runner's own rule for torn lines (`read_part`)."""
+    from ecab.runner.store import read_part
+
     trajectories = []
-    try:
-        for lineno, traj in _records(path, Trajectory):
-            if traj.termination not in TERMINATIONS:
-                raise FormatError(f"unknown termination {traj.termination!r}; expected one of "
-                                  f"{list(TERMINATIONS)}", path=path, line=lineno, field="termination")
-            trajectories.append(traj)
-    except FormatError as exc:
-        if not is_torn_tail(path, exc):
-            raise
+    for lineno, traj in read_part(path):
+        if traj.termination not in TERMINATIONS:
+            raise FormatError(f"unknown termination {traj.termination!r}; expected one of "
+                              f"{list(TERMINATIONS)}", path=path, line=lineno, field="termination")
+        trajectories.append(traj)
     return trajectories
 
 
@@ -126,7 +110,10 @@ def reduce_run(run_dir: str | Path, *, plots: bool = True) -> dict[str, Any]:
     judge_model = _name(manifest, "judge_model", next((j.judge for j in judgements if j.judge), ""))
     others = read_other_judges(run_dir)
     try:
-        extra = {"judge_agreement": judge_agreement(others, tasks)} if len(others) >= 2 else None
+        extra = {"judge_agreement": judge_agreement(others, tasks)} if len(others) >= 2 else {}
+        if manifest.get("runner_stats"):
+            extra["runner"] = manifest["runner_stats"]   # what the runner retried, re-queued or restarted
+        extra = extra or None
         summary = summarize(tasks, trajectories, judgements, model=model, judge_model=judge_model, extra=extra)
     except ValueError as exc:
         if isinstance(exc, FormatError):

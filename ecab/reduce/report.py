@@ -248,10 +248,18 @@ def plot_links() -> list[str]:
     return ["## Plots", *[f"![{name[:-4].replace('_', ' ')}](plots/{name})" for name in PLOT_FILES], ""]
 
 
+def runner_sections(summary: dict[str, Any]) -> list[str]:
+    """What the runner retried, re-queued or restarted (only when it had to)."""
+    stats = {k: v for k, v in (summary.get("runner") or {}).items() if isinstance(v, (int, float)) and v}
+    if not stats:
+        return []
+    return ["", "## Runner", *[f"- {k.replace('_', ' ')}: {v}" for k, v in sorted(stats.items())]]
+
+
 def render_markdown(summary: dict[str, Any]) -> str:
-    return "\n".join(original_sections(summary) + ecab_sections(summary) + variance_sections(summary)
-                     + difficulty_sections(summary) + interaction_sections(summary) + failure_sections(summary)
-                     + audit_sections(summary) + plot_links())
+    return "\n".join(original_sections(summary) + ecab_sections(summary) + runner_sections(summary)
+                     + variance_sections(summary) + difficulty_sections(summary) + interaction_sections(summary)
+                     + failure_sections(summary) + audit_sections(summary) + plot_links())
 
 
 def _write_atomic(path: Path, text: str) -> None:

@@ -11,7 +11,28 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from ecab.runner.units import unit_key
-from ecab.schema import Judgement, Trajectory, dumps
+from ecab.schema import FormatError, Judgement, Trajectory, dumps
+
+
+def read_part(path: Path) -> Iterator[tuple[int, Trajectory]]:
+    """(line number, trajectory) of one part file: the one rule every reader of run folders uses.
+
+    A line that is not valid JSON is a torn write from a killed writer: it is skipped, and its unit simply
+    runs again on resume. A line that is JSON but not a valid trajectory is real corruption and raises a
+    FormatError naming the file and line.
+    """
+    with path.open(encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            try:
+                yield lineno, Trajectory.from_dict(obj)
+            except FormatError as exc:
+                raise exc.located(path, lineno) from None
 
 
 class RunFolder:
@@ -43,17 +64,10 @@ class RunFolder:
             os.fsync(handle.fileno())
 
     def iter_trajectories(self) -> Iterator[Trajectory]:
-        """Every recorded episode; for a unit recorded twice (an infra error re-run) the last one wins
-        in `latest_trajectories`."""
+        """Every recorded episode, part file by part file (see `read_part` for torn lines)."""
         for part in sorted(self.trajectories_dir.glob("part-*.jsonl")):
-            with part.open(encoding="utf-8") as handle:
-                for line in handle:
-                    if not line.strip():
-                        continue
-                    try:
-                        yield Trajectory.from_dict(json.loads(line))
-                    except (json.JSONDecodeError, ValueError):
-                        continue  # a torn last line from a killed writer: that unit simply re-runs
+            for _, traj in read_part(part):
+                yield traj
 
     def latest_trajectories(self) -> dict[tuple, Trajectory]:
         """Exactly one record per unit, in unit-key order (so the order never depends on which writer

@@ -1,0 +1,159 @@
+"""runner=ray on a real two-node Ray cluster on this machine (ray.cluster_utils.Cluster): the released
+samples with catalog=targets over 2 shards x 2 replicas, end to end; identical trajectories and summary
+to runner=local; and a run that loses a catalog actor and an episode worker mid-run and still completes with
+the same results. One cluster for the module."""
+import json
+from pathlib import Path
+
+import pytest
+
+from ecab.config import load_config
+from ecab.run import judge_and_reduce, load_tasks, open_catalog, prepare_folder, run_episodes, validate
+from ecab.runner.store import RunFolder
+
+REAL = Path(__file__).resolve().parents[2] / "shared" / "real" / "benchmark_sample.jsonl"
+BASE = ["model=heuristic", "catalog=targets", "benchmark=file", f"benchmark.path={REAL}", "catalog.products=150",
+        "catalog.shards=2", "benchmark.limit=8", "budget=30", "run.progress=false"]
+RAY = ["runner=ray", "runner.workers=2", "runner.concurrency=4"]
+TIMING_KEYS = ("wall_s", "tool_latency_s", "agent_latency_s", "latency")
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    import ray
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    cluster.add_node(num_cpus=1)
+    ray.init(address=cluster.address)
+    yield cluster
+    ray.shutdown()
+    cluster.shutdown()
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("ray-cache")
+
+
+def run_stages(cache_dir, run_dir, *overrides, on_done=None, pool=None):
+    """The main job's stages (main_job, with a hook into the episode stage)."""
+    cfg = load_config([*BASE, f"cache_dir={cache_dir}", f"run.dir={run_dir}", *overrides])
+    validate(cfg)
+    catalog = open_catalog(cfg)
+    tasks = load_tasks(cfg, catalog)
+    folder = prepare_folder(cfg, tasks, catalog)
+    stats = run_episodes(cfg, tasks, catalog, folder, on_done=on_done, catalog_pool=pool)
+    summary = judge_and_reduce(cfg, tasks, catalog, folder)
+    return folder, stats, summary
+
+
+def untimed(value):
+    """The record without wall-clock fields (they differ between any two runs)."""
+    if isinstance(value, dict):
+        return {k: untimed(v) for k, v in value.items() if k not in TIMING_KEYS and k != "runner"}
+    if isinstance(value, list):
+        return [untimed(v) for v in value]
+    return value
+
+
+def trajectories(folder: RunFolder) -> dict:
+    return {key: untimed(json.loads(json.dumps(t.to_dict()))) for key, t in folder.latest_trajectories().items()}
+
+
+@pytest.fixture(scope="module")
+def pool(ray_cluster, cache_dir):
+    """2 shards x 2 replicas of catalog actors, shared by the module's Ray runs (as a budget study does)."""
+    from ecab.runner.ray import CatalogPool
+
+    catalog = open_catalog(load_config([*BASE, f"cache_dir={cache_dir}"]))
+    pool = CatalogPool(Path(catalog.path).resolve(), catalog.meta, replicas=2)
+    yield pool
+    pool.shutdown()
+
+
+@pytest.fixture(scope="module")
+def local_run(cache_dir, tmp_path_factory):
+    return run_stages(cache_dir, tmp_path_factory.mktemp("runs-local"), "run.name=local")
+
+
+def test_two_node_ray_run_matches_local(ray_cluster, local_run, pool, cache_dir, tmp_path):
+    import ray
+
+    assert len([n for n in ray.nodes() if n["Alive"]]) == 2
+    folder, stats, summary = run_stages(cache_dir, tmp_path, *RAY, "run.name=ray", pool=pool)
+    local_folder, _, local_summary = local_run
+    assert stats["runner"] == "ray" and stats["catalog_shards"] == 2 and stats["catalog_replicas"] == 2
+    assert stats["nodes"] == 2, "actors should spread over both nodes"
+    assert stats["retried_units"] == 0 and stats["catalog_actor_restarts"] == 0
+    assert len(list(folder.trajectories_dir.glob("part-ray-w*.jsonl"))) == 2, "one part file per worker"
+    assert summary["total_samples"] == 8
+    assert trajectories(folder) == trajectories(local_folder)
+    assert untimed(summary) == untimed(local_summary)
+    assert json.loads(folder.manifest_path.read_text())["runner_stats"]["runner"] == "ray"
+
+
+def test_killed_catalog_actor_and_worker_lose_nothing(ray_cluster, local_run, pool, cache_dir, tmp_path):
+    import ray
+
+    killed = {}
+
+    def saboteur(runner, result, done):
+        if done == 1:
+            # A catalog actor dies with calls in flight: Ray restarts it, the client retries elsewhere.
+            ray.kill(runner.pool.actors[0][0], no_restart=False)
+            killed["catalog"] = True
+        if done == 2:
+            # An episode worker dies with units in flight: they are queued again on a replacement.
+            victim = next(w for w in runner.workers if w.alive and w.in_flight)
+            killed["worker_in_flight"] = victim.in_flight
+            ray.kill(victim.handle)
+
+    folder, stats, summary = run_stages(cache_dir, tmp_path, *RAY, "runner.step_delay_s=0.05",
+                                        "run.name=faults", on_done=saboteur, pool=pool)
+    assert killed["catalog"] and killed["worker_in_flight"] >= 1
+    assert stats["catalog_actor_restarts"] >= 1
+    assert stats["worker_deaths"] == 1 and stats["worker_restarts"] == 1
+    assert stats["requeued_units"] >= killed["worker_in_flight"]   # + any handed to it before its death showed
+    assert stats["retried_units"] >= killed["worker_in_flight"]
+    local_folder, _, local_summary = local_run
+    assert trajectories(folder) == trajectories(local_folder), "exactly one trajectory per unit, same as local"
+    assert untimed(summary) == untimed(local_summary)
+    manifest = json.loads(folder.manifest_path.read_text())
+    assert manifest["runner_stats"]["requeued_units"] == stats["requeued_units"]
+
+
+# ------------------------------------------------------------------------------- the adaptive limiter
+
+def test_limiter_shrinks_on_429_pauses_for_retry_after_and_frees_the_slot_while_backing_off():
+    import asyncio
+    import time
+
+    from ecab.runner.limits import AdaptiveLimiter, LimiterSettings
+
+    async def scenario():
+        limiter = AdaptiveLimiter(LimiterSettings(max_concurrency=4, decrease=0.5))
+        for _ in range(4):
+            await limiter.acquire()
+        blocked = asyncio.create_task(limiter.acquire())
+        await asyncio.sleep(0.01)
+        assert not blocked.done(), "a fifth call waits for a slot"
+        # A 429: the slot is released (the caller backs off outside it), the window halves, and no new
+        # call starts before Retry-After has passed.
+        started = time.monotonic()
+        limiter.release("throttled", retry_after=0.2, latency_s=0.05)
+        assert limiter.window == 2.0 and limiter.in_flight == 3
+        limiter.release("ok")
+        limiter.release("ok")
+        await asyncio.wait_for(blocked, 2)
+        assert time.monotonic() - started >= 0.19, "Retry-After honoured"
+        assert limiter.in_flight == 2
+        # Successes grow the window back additively, never past the maximum.
+        for _ in range(50):
+            limiter.release("ok")
+            await limiter.acquire()
+        assert 2.0 < limiter.window <= 4.0
+        return limiter.describe()
+
+    stats = asyncio.run(scenario())
+    assert stats["throttled"] == 1 and stats["ok"] == 52 and stats["min_window"] == 2.0

@@ -1,0 +1,107 @@
+"""Checkpoint and resume: `kill -9` in the middle of `python -m ecab.run`, then the same command again,
+gives exactly one trajectory per unit and the summary of an uninterrupted run; torn and duplicate lines in
+the part files are read as the last complete record per unit."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ecab.config import load_config
+from ecab.run import main_job
+from ecab.runner.store import RunFolder
+from ecab.schema import Trajectory
+
+ROOT = Path(__file__).resolve().parents[1]
+REAL = Path(__file__).resolve().parents[2] / "shared" / "real" / "benchmark_sample.jsonl"
+N_TASKS = 6
+BASE = ["model=heuristic", "catalog=targets", "benchmark=file", f"benchmark.path={REAL}", "catalog.products=150",
+        f"benchmark.limit={N_TASKS}", "budget=30", "run.progress=false"]
+
+
+def untimed(value):
+    if isinstance(value, dict):
+        return {k: untimed(v) for k, v in value.items() if k not in ("wall_s", "latency", "runner")}
+    if isinstance(value, list):
+        return [untimed(v) for v in value]
+    return value
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("resume-cache")
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(cache_dir, tmp_path_factory):
+    """The reference: the same run without interruption (it also builds the cached catalog)."""
+    run_dir = tmp_path_factory.mktemp("runs")
+    cfg = load_config([*BASE, f"cache_dir={cache_dir}", f"run.dir={run_dir}", "run.name=whole"])
+    return main_job(cfg)
+
+
+def wait_for_lines(path: Path, n: int, proc: subprocess.Popen, timeout: float = 120) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        lines = path.read_text().count("\n") if path.exists() else 0
+        if lines >= n:
+            return lines
+        if proc.poll() is not None:
+            raise AssertionError(f"the run ended before it was killed:\n{proc.stdout.read()}")
+        time.sleep(0.05)
+    raise AssertionError(f"{path}: fewer than {n} episodes after {timeout} s")
+
+
+def test_kill_9_then_rerun_equals_an_uninterrupted_run(cache_dir, uninterrupted, tmp_path):
+    overrides = [*BASE, f"cache_dir={cache_dir}", f"run.dir={tmp_path}", "run.name=killed"]
+    # Slow episodes down (a config knob that never changes results) so the kill lands mid-run.
+    slow = [*overrides, "runner.step_delay_s=0.15", "runner.concurrency=2"]
+    proc = subprocess.Popen([sys.executable, "-m", "ecab.run", *slow], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    part = tmp_path / "killed" / "trajectories" / "part-local.jsonl"
+    try:
+        written = wait_for_lines(part, 2, proc)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGKILL
+    assert 2 <= written < N_TASKS, "the kill must land mid-run"
+    assert not (tmp_path / "killed" / "summary.json").exists()
+    # What a kill in the middle of a write leaves behind: a torn last line.
+    with part.open("a") as handle:
+        handle.write('{"id": "torn", "trajectory": [{"step"')
+
+    summary = main_job(load_config(overrides))   # the same command again: resumes
+
+    folder = RunFolder(tmp_path / "killed")
+    latest = folder.latest_trajectories()
+    assert len(latest) == N_TASKS and len({k[0] for k in latest}) == N_TASKS, "exactly one per unit"
+    manifest = json.loads(folder.manifest_path.read_text())
+    assert manifest["runner_stats"]["resumed_units"] >= 2
+    assert untimed(summary) == untimed(uninterrupted)
+
+
+def record(task_id: str, termination: str, predicted: str | None) -> Trajectory:
+    return Trajectory(id=task_id, predicted_product_id=predicted, termination=termination,
+                      unit={"task_id": task_id, "model": "m", "budget": 5, "seed": 1, "trial": 0})
+
+
+def test_torn_and_duplicate_lines_read_as_one_record_per_unit(tmp_path):
+    folder = RunFolder(tmp_path / "run").create()
+    folder.append_trajectory("w1", record("b", "infra_error", None))
+    folder.append_trajectory("w1", record("b", "recommended", "P1"))
+    folder.append_trajectory("w1", record("a", "recommended", "P2"))
+    with folder.part_path("w1").open("a") as handle:
+        handle.write('{"id": "a", "predicted_product_id": "TORN')          # killed mid-line
+    folder.append_trajectory("w1", record("a", "recommended", "P3"))      # the next writer starts a new line
+    folder.append_trajectory("w2", record("b", "infra_error", None))      # a later failed re-run elsewhere
+    latest = folder.latest_trajectories()
+    assert [k[0] for k in latest] == ["a", "b"], "one record per unit, in unit order"
+    assert latest[("a", "m", 5, 1, 0)].predicted_product_id == "P3", "the last complete line wins"
+    assert latest[("b", "m", 5, 1, 0)].predicted_product_id == "P1", "a finished record beats a later infra_error"
