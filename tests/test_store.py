@@ -305,8 +305,10 @@ def test_embedder_vectors_dedupe_and_concurrent_queries(embedder):
         t.start()
     for t in threads:
         t.join()
+    tolerance = 1e-5 if embedder.query_dtype == "float32" else 2e-2   # bf16 queries: cosine >= 0.999
     for i, query in enumerate(queries):
-        assert np.allclose(results[i], alone[i], atol=1e-5), query
+        assert np.allclose(results[i], alone[i], atol=tolerance), query
+        assert float(results[i] @ alone[i]) >= 0.999, query
         assert embedder.encode_query(query) is results[i]       # cached
 
 
@@ -342,7 +344,8 @@ def test_vector_index_path_matches_exact_search(tmp_path, catalog_batches, embed
 
 
 def test_query_fast_path_equals_sentence_transformers(embedder):
-    """encode_query skips the SentenceTransformer wrapper; the vectors must be the same."""
+    """encode_query skips the SentenceTransformer wrapper; the vectors must be the same (to float32
+    rounding, or to cosine 0.999 when queries run in bf16 on a CPU that has it)."""
     import numpy as np
 
     texts = ["usb c charger", "a much longer query about a stainless steel water bottle for hiking trips"]
@@ -350,4 +353,7 @@ def test_query_fast_path_equals_sentence_transformers(embedder):
     embedder.clear_cache()
     fast = np.stack([embedder.encode_query(t) for t in texts])
     assert embedder._direct is not None
-    assert np.allclose(fast, reference, atol=1e-5)
+    if embedder.query_dtype == "float32":
+        assert np.allclose(fast, reference, atol=1e-5)
+    else:
+        assert np.all(np.sum(fast * reference, axis=1) >= 0.999)

