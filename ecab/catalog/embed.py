@@ -55,7 +55,7 @@ class Embedder:
         if self._direct is not None and bf16_queries_wanted():
             # Queries only (stored vectors stay float32): on a CPU with native bf16 this cuts the
             # dominant cost of a hybrid search, the query's forward pass, from ~8 ms to ~5 ms here, with
-            # cosine >= 0.9999 to the float32 vector (measured on 100 queries).
+            # cosine >= 0.999 to the float32 vector; see bf16_queries_wanted for why it is opt-in.
             tokenizer, transformer, max_tokens = self._direct
             self._direct = (tokenizer, copy.deepcopy(transformer).to(torch.bfloat16), max_tokens)
             self.query_dtype = "bfloat16"
@@ -155,9 +155,11 @@ class Embedder:
 
 
 def bf16_queries_wanted() -> bool:
-    """bf16 query encoding: only where the CPU computes bf16 natively (AVX512-BF16 or AMX), and unless
-    ECAB_QUERY_BF16=0. Emulated bf16 would be slower than float32."""
-    if os.environ.get("ECAB_QUERY_BF16", "1") == "0":
+    """bf16 query encoding, opt-in (ECAB_QUERY_BF16=1) and only where the CPU computes bf16 natively
+    (AVX512-BF16 or AMX). Off by default: in bf16 a query's vector depends on which other queries share
+    its micro-batch (padding changes the rounding), so near-tied search results could flip between
+    runners or concurrency levels; in float32 they cannot. It is a speed knob for large sweeps only."""
+    if os.environ.get("ECAB_QUERY_BF16", "0") != "1":
         return False
     try:
         flags = Path("/proc/cpuinfo").read_text()

@@ -84,6 +84,15 @@ _ORIGINAL_SPECIALS = re.compile(r'["*()\-+^~:]')
 _HAS_WORD = re.compile(r"[^\W_]")
 
 
+def search_args(query: str | None, mode: str, limit: int, offset: int) -> tuple[str | None, int, int]:
+    """The checks every catalog client applies before searching: a known mode, non-negative paging, and
+    the original's rule that a query with no word left has no results (mode None then)."""
+    if mode not in MODES:
+        raise ValueError(f"unknown search mode {mode!r} (expected one of {', '.join(MODES)})")
+    limit, offset = max(0, int(limit)), max(0, int(offset))
+    return (mode if _HAS_WORD.search(query or "") else None), limit, offset
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Small pure helpers
 # ---------------------------------------------------------------------------------------------------------
@@ -803,12 +812,8 @@ class LanceCatalog:
 
     def search(self, query: str, *, limit: int = 20, offset: int = 0, mode: str | None = None,
                where: str | None = None) -> SearchPage:
-        mode = mode or self.mode
-        if mode not in MODES:
-            raise ValueError(f"unknown search mode {mode!r} (expected one of {', '.join(MODES)})")
-        limit, offset = max(0, int(limit)), max(0, int(offset))
-        if not _HAS_WORD.search(query or ""):
-            # No word, no results (the original's empty-after-sanitising rule, applied to every mode).
+        mode, limit, offset = search_args(query, mode or self.mode, limit, offset)
+        if mode is None:
             return SearchPage(hits=[], total=0)
         if mode == "hybrid":
             depth = max(HYBRID_DEPTH, offset + limit)

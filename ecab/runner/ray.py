@@ -37,12 +37,11 @@ import ray  # noqa: E402
 from ray.exceptions import GetTimeoutError, RayActorError  # noqa: E402
 
 from ecab.catalog.base import SearchHit, SearchPage  # noqa: E402
-from ecab.catalog.store import HYBRID_DEPTH, MODES, ShardCandidates, fuse, shard_of  # noqa: E402
+from ecab.catalog.store import HYBRID_DEPTH, MODES, ShardCandidates, fuse, search_args, shard_of  # noqa: E402
 from ecab.schema import Product, Review  # noqa: E402
 
 SWITCH_REPLICA_AFTER_S = 10.0   # a catalog call stalled this long moves to another replica
 SUSPECT_FOR_S = 30.0            # a replica that failed is tried last for this long
-_HAS_WORD_CHARS = __import__("re").compile(r"[^\W_]")   # the store's "a query needs a word" rule
 
 
 def ensure_ray(address: str | None = None) -> bool:
@@ -266,11 +265,8 @@ class RemoteCatalog:
 
     def search(self, query: str, *, limit: int = 20, offset: int = 0, mode: str | None = None,
                where: str | None = None) -> SearchPage:
-        mode = mode or self.mode
-        if mode not in MODES:
-            raise ValueError(f"unknown search mode {mode!r} (expected one of {', '.join(MODES)})")
-        limit, offset = max(0, int(limit)), max(0, int(offset))
-        if not _HAS_WORD_CHARS.search(query or ""):
+        mode, limit, offset = search_args(query, mode or self.mode, limit, offset)
+        if mode is None:
             return SearchPage(hits=[], total=0)
         shards = list(range(self.n_shards))
         if mode == "hybrid":
@@ -308,8 +304,8 @@ class RemoteCatalog:
 
     def search_reviews(self, product_id: str, query: str, limit: int = 5, *,
                        mode: str | None = None) -> list[Review]:
-        mode = mode or self.mode
-        if not _HAS_WORD_CHARS.search(query or "") or limit <= 0:
+        mode, limit, _ = search_args(query, mode or self.mode, limit, 0)
+        if mode is None or limit <= 0:
             return []
         rows = self._call(self._owner(product_id), "search_reviews", product_id, query, limit, mode)
         return [Review.from_dict(json.loads(row)) for row in rows]
