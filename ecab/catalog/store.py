@@ -84,6 +84,19 @@ _ORIGINAL_SPECIALS = re.compile(r'["*()\-+^~:]')
 _HAS_WORD = re.compile(r"[^\W_]")
 
 
+def batched_products(rows: Iterable[tuple[int, str]], batch_size: int) -> Iterator[list[Product]]:
+    """Products from (build position, product JSON) rows merged across shards, in batches: the one way
+    every catalog client streams the whole catalog."""
+    batch: list[Product] = []
+    for _, data in rows:
+        batch.append(Product.from_dict(json.loads(data)))
+        if len(batch) >= batch_size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
 def search_args(query: str | None, mode: str, limit: int, offset: int) -> tuple[str | None, int, int]:
     """The checks every catalog client applies before searching: a known mode, non-negative paging, and
     the original's rule that a query with no word left has no results (mode None then)."""
@@ -865,15 +878,7 @@ class LanceCatalog:
 
     def iter_products(self, batch_size: int = 1024) -> Iterator[list[Product]]:
         """Every product once, in build order whatever the shard count."""
-        merged = heapq.merge(*(s.iter_rows(batch_size) for s in self.shards))
-        batch: list[Product] = []
-        for _, data in merged:
-            batch.append(Product.from_dict(json.loads(data)))
-            if len(batch) >= batch_size:
-                yield batch
-                batch = []
-        if batch:
-            yield batch
+        yield from batched_products(heapq.merge(*(s.iter_rows(batch_size) for s in self.shards)), batch_size)
 
     def disk_bytes(self) -> int:
         return sum(p.stat().st_size for p in self.path.rglob("*") if p.is_file())

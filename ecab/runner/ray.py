@@ -37,7 +37,8 @@ import ray  # noqa: E402
 from ray.exceptions import GetTimeoutError, RayActorError  # noqa: E402
 
 from ecab.catalog.base import SearchHit, SearchPage  # noqa: E402
-from ecab.catalog.store import HYBRID_DEPTH, MODES, ShardCandidates, fuse, search_args, shard_of  # noqa: E402
+from ecab.catalog.store import (HYBRID_DEPTH, MODES, ShardCandidates, batched_products, fuse,  # noqa: E402
+                                 search_args, shard_of)  # noqa: E402
 from ecab.schema import Product, Review  # noqa: E402
 
 SWITCH_REPLICA_AFTER_S = 10.0   # a catalog call stalled this long moves to another replica
@@ -320,14 +321,7 @@ class RemoteCatalog:
     def iter_products(self, batch_size: int = 1024) -> Iterator[list[Product]]:
         """Every product in build order (pulls whole shards: for small catalogs and checks only)."""
         parts = self._fanout("all_rows", list(range(self.n_shards)), lambda s: ())
-        batch: list[Product] = []
-        for _, data in heapq.merge(*parts):
-            batch.append(Product.from_dict(json.loads(data)))
-            if len(batch) >= batch_size:
-                yield batch
-                batch = []
-        if batch:
-            yield batch
+        yield from batched_products(heapq.merge(*parts), batch_size)
 
 
 # ------------------------------------------------------------------------------------------- the workers
