@@ -7,10 +7,8 @@ would pin this machine's absolute site-packages path into the catalog.
 from __future__ import annotations
 
 import os
-import copy
 import logging
 import threading
-from pathlib import Path
 from collections import OrderedDict
 from concurrent.futures import Future
 from typing import Sequence
@@ -58,14 +56,14 @@ class Embedder:
         self._torch = torch
         self._batch_threads = torch.get_num_threads()
         self._direct = _direct_parts(self._model)
-        self.query_dtype = "float32"
-        if self._direct is not None and bf16_queries_wanted():
-            # Queries only (stored vectors stay float32): on a CPU with native bf16 this cuts the
-            # dominant cost of a hybrid search, the query's forward pass, from ~8 ms to ~5 ms here, with
-            # cosine >= 0.999 to the float32 vector; see bf16_queries_wanted for why it is opt-in.
+        self._onnx = None
+        if self._direct is not None:
+            from ecab.catalog.query_encoder import load_query_encoder
+
             tokenizer, transformer, max_tokens = self._direct
-            self._direct = (tokenizer, copy.deepcopy(transformer).to(torch.bfloat16), max_tokens)
-            self.query_dtype = "bfloat16"
+            self._onnx = load_query_encoder(tokenizer, transformer, max_tokens, model_path,
+                                            reference=self._encode_queries_torch)
+        self.query_encoder = "onnx" if self._onnx is not None else "torch"
         self._cache_lock = threading.Lock()   # guards the query cache and the pending queue
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._pending: list[tuple[str, Future]] = []
@@ -90,7 +88,18 @@ class Embedder:
         return np.asarray(vectors, dtype=np.float32)
 
     def _encode_queries_locked(self, texts: list[str]) -> np.ndarray:
-        """A few short texts, straight through the transformer (callers take `self._lock`).
+        """A few short texts (callers take `self._lock`): ONNX Runtime when available, else PyTorch."""
+        if self._onnx is None or len(texts) > QUERY_BATCH:
+            return self._encode_queries_torch(texts)
+        from ecab.catalog.query_encoder import mean_pool
+
+        tokenizer, _, max_tokens = self._direct
+        features = tokenizer(texts, padding=True, truncation=True, max_length=max_tokens, return_tensors="np")
+        mask = features["attention_mask"]
+        return mean_pool(self._onnx.hidden_states(features["input_ids"], mask), mask)
+
+    def _encode_queries_torch(self, texts: list[str]) -> np.ndarray:
+        """Straight through the PyTorch transformer.
 
         `SentenceTransformer.encode` costs ~1-2 ms of Python per call on top of a ~5-10 ms forward pass
         for a 7-token query; the direct path tokenizes once, runs the BERT module under inference_mode
@@ -103,7 +112,7 @@ class Embedder:
         self._set_threads(1 if len(texts) <= SMALL_BATCH else self._batch_threads)
         features = tokenizer(texts, padding=True, truncation=True, max_length=max_tokens, return_tensors="pt")
         with torch.inference_mode():
-            hidden = transformer(**features).last_hidden_state.float()
+            hidden = transformer(**features).last_hidden_state
             mask = features["attention_mask"].unsqueeze(-1).to(hidden.dtype)
             pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
             pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
@@ -159,20 +168,6 @@ class Embedder:
         """Forget cached query vectors (benchmarks time cold queries)."""
         with self._cache_lock:
             self._query_cache.clear()
-
-
-def bf16_queries_wanted() -> bool:
-    """bf16 query encoding, opt-in (ECAB_QUERY_BF16=1) and only where the CPU computes bf16 natively
-    (AVX512-BF16 or AMX). Off by default: in bf16 a query's vector depends on which other queries share
-    its micro-batch (padding changes the rounding), so near-tied search results could flip between
-    runners or concurrency levels; in float32 they cannot. It is a speed knob for large sweeps only."""
-    if os.environ.get("ECAB_QUERY_BF16", "0") != "1":
-        return False
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
 def _direct_parts(model) -> tuple | None:
