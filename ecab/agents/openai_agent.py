@@ -197,7 +197,7 @@ class OpenAIAgent:
             async for attempt in retrying(on_retry=log.record, max_attempts=s.max_attempts,
                                           max_wait=s.max_retry_wait_s, backoff_base=s.backoff_base_s):
                 with attempt:
-                    async with gate, limiter.slot() as slot:
+                    async with gate, limiter.slot(retry=attempt.retry_state.attempt_number > 1) as slot:
                         try:
                             response = await self.client.chat.completions.create(**request)
                         except openai.RateLimitError as exc:   # tell the adaptive limiter (shrink, pause)

@@ -24,7 +24,7 @@ def open_catalog(cfg, progress: bool = True):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ecab.construct.pipeline import REPORT_FILE, construct, ensure_benchmark, rejection_table, throughput_line
+    from ecab.construct.pipeline import REPORT_FILE, Settings, construct, ensure_benchmark, rejection_table, throughput_line
 
     overrides = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -32,6 +32,10 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         die(str(exc))
     progress = bool(cfg.get("run", {}).get("progress", True))
+    try:   # construct settings first (an LLM verbalizer's model and API key), before any catalog work
+        Settings.from_cfg(cfg)
+    except (ConfigError, ValueError) as exc:
+        die(str(exc))
     catalog = open_catalog(cfg, progress)
     if cfg.construct.get("out"):
         result = construct(cfg, catalog, progress=progress)

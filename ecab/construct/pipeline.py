@@ -102,6 +102,9 @@ class Settings:
     workers: int = 2
     max_attempts: int = 3
     verbalizer: str = "template"
+    # verbalizer=llm: the resolved construct.llm block (llm_verbalizer.LLMVerbalizerSettings, simulator URL
+    # included), so spawned workers receive it with the Settings
+    llm: Any = None
     min_category_size: int = DEFAULT_MIN_CATEGORY_SIZE
     max_candidates: int | None = None     # cap on candidates tried per intent (None: the whole pool)
 
@@ -116,18 +119,26 @@ class Settings:
         n = int(get("n_per_intent", 25))
         if n < 0:
             raise ValueError(f"construct.n_per_intent must be >= 0, got {n}")
+        verbalizer, llm = str(get("verbalizer", "template")), None
+        if verbalizer == "llm":
+            # Before any work: the model config and its API key are checked, model=sim starts the simulator.
+            from ecab.construct.llm_verbalizer import resolve
+            llm = resolve(get("llm", None))
         return cls(seed=int(get("seed", 0)), n_per_intent=n, intents=intents,
                    max_matches=int(get("max_matches", 3)), workers=max(1, int(get("workers", 2))),
-                   max_attempts=max(1, int(get("max_attempts", 3))), verbalizer=str(get("verbalizer", "template")),
+                   max_attempts=max(1, int(get("max_attempts", 3))), verbalizer=verbalizer, llm=llm,
                    min_category_size=int(get("min_category_size", DEFAULT_MIN_CATEGORY_SIZE)),
                    max_candidates=None if get("max_candidates", None) is None else int(get("max_candidates")))
 
     def fingerprint_fields(self) -> dict[str, Any]:
         """What changes the output (workers does not)."""
-        return {"seed": self.seed, "n_per_intent": self.n_per_intent, "intents": list(self.intents),
-                "max_matches": self.max_matches, "max_attempts": self.max_attempts,
-                "verbalizer": self.verbalizer, "min_category_size": self.min_category_size,
-                "max_candidates": self.max_candidates}
+        fields = {"seed": self.seed, "n_per_intent": self.n_per_intent, "intents": list(self.intents),
+                  "max_matches": self.max_matches, "max_attempts": self.max_attempts,
+                  "verbalizer": self.verbalizer, "min_category_size": self.min_category_size,
+                  "max_candidates": self.max_candidates}
+        if self.llm is not None:     # only then: template builds keep their fingerprints
+            fields["llm"] = self.llm.fingerprint_fields()
+        return fields
 
 
 def derive_seed(*parts: Any) -> int:
@@ -307,6 +318,10 @@ def to_task(draft: Draft, status: str = "ok") -> Task:
     artifacts: dict[str, Any] = {"sample_retry_count": draft.retry_count, "judge_issues": []}
     if draft.match_count is not None:
         artifacts["match_count"] = draft.match_count
+    if "verbalizer" in draft.meta:   # construct.verbalizer=llm: was the rewrite kept, and why not
+        artifacts["verbalizer"] = {key: draft.meta[key] for key in
+                                   ("verbalizer", "verbalizer_attempts", "verbalizer_issues", "template_query")
+                                   if key in draft.meta}
     return Task(
         id=draft.sample_id, intent_category=draft.intent, user_query=draft.user_query or "",
         user_persona=draft.persona or Persona(),
@@ -321,13 +336,19 @@ def to_task(draft: Draft, status: str = "ok") -> Task:
         judge_passed=ok, judge_issues=[], sample_status=status)
 
 
-def _verbalizer(name: str) -> Callable[[Draft, random.Random], None]:
+def _verbalizer(settings: Settings) -> Callable[[Draft, random.Random], None]:
     from ecab.construct import verbalize
+    name = settings.verbalizer
     if name == "template":
         return verbalize.verbalize
+    if name == "llm":   # one client and reply cache per process
+        from ecab.construct.llm_verbalizer import verbalizer_for
+        if settings.llm is None:
+            raise ValueError("construct.verbalizer=llm needs Settings.from_cfg (it resolves construct.llm)")
+        return verbalizer_for(settings.llm)
     other = getattr(verbalize, f"verbalize_{name}", None)
     if other is None:
-        raise ValueError(f"construct.verbalizer={name!r} is not available; use 'template'")
+        raise ValueError(f"construct.verbalizer={name!r} is not available; use 'template' or 'llm'")
     return other
 
 
@@ -419,7 +440,7 @@ def build_candidate(ctx: WorkerContext, intent_id: str, index: int, product_id: 
 
     settings = ctx.settings
     intent = get_intent(intent_id)
-    verbalize = _verbalizer(settings.verbalizer)
+    verbalize = _verbalizer(settings)
     product = ctx.catalog.get_product(product_id)
     outcome = {"intent": intent_id, "index": index, "product_id": product_id, "status": "skipped",
                "reason": "stage_error", "detail": "product not found", "record": None, "attempts": 0}

@@ -18,12 +18,14 @@ every episode worker installs a `RemoteLimiter` (same interface) that talks to i
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import time
 from dataclasses import asdict, dataclass, fields
 from typing import Any, AsyncIterator, Protocol
 
 OK, THROTTLED, FAILED = "ok", "throttled", "failed"
+NEW_CALL_GRACE = 0.25   # new calls resume this fraction of Retry-After after the retries (see release)
 
 
 @dataclass
@@ -76,7 +78,7 @@ class LimiterStats:
 
 
 class Limiter(Protocol):
-    async def acquire(self) -> None: ...
+    async def acquire(self, retry: bool = False) -> None: ...
 
     def release(self, outcome: str = OK, retry_after: float | None = None,
                 latency_s: float | None = None) -> None: ...
@@ -99,8 +101,8 @@ class Slot:
 
 
 @contextlib.asynccontextmanager
-async def slot(limiter: Limiter) -> AsyncIterator[Slot]:
-    await limiter.acquire()
+async def slot(limiter: Limiter, retry: bool = False) -> AsyncIterator[Slot]:
+    await limiter.acquire(retry)
     handle = Slot()
     started = time.monotonic()
     try:
@@ -124,31 +126,59 @@ class AdaptiveLimiter:
         self.paused_until = 0.0           # monotonic time before which no new call starts (Retry-After)
         self._last_decrease = 0.0
         self._latency_ewma = 1.0
-        self._started: dict[int, float] = {}
-        self._cond: asyncio.Condition | None = None
+        # Callers waiting for a slot, first come first served. A release hands the freed slot straight
+        # to the next waiter (no wake-everyone condition: at C=1024 that costs O(C) per release).
+        # Each entry is (future, is_retry); retries queue at the front.
+        self._waiters: collections.deque[tuple[asyncio.Future, bool]] = collections.deque()
+        self._pause_timer: asyncio.TimerHandle | None = None
         self.stats = LimiterStats(window=self.window, min_window=self.window)
 
-    def slot(self):
-        return slot(self)
+    def slot(self, retry: bool = False):
+        return slot(self, retry)
 
-    def _condition(self) -> asyncio.Condition:
-        if self._cond is None:      # created on first use, so it binds to the loop that uses it
-            self._cond = asyncio.Condition()
-        return self._cond
+    def _can_start(self, retry: bool = False) -> bool:
+        # A retry already slept its own Retry-After (the caller's back-off), so the pause is for new calls.
+        return self.in_flight < int(self.window) and (retry or time.monotonic() >= self.paused_until)
 
-    async def acquire(self) -> None:
-        cond = self._condition()
-        async with cond:
-            while True:
-                wait = self.paused_until - time.monotonic()
-                if wait <= 0 and self.in_flight < int(self.window):
-                    break
-                try:
-                    await asyncio.wait_for(cond.wait(), timeout=wait if wait > 0 else None)
-                except asyncio.TimeoutError:
-                    pass
-            self.in_flight += 1
-            self.stats.peak_in_flight = max(self.stats.peak_in_flight, self.in_flight)
+    def _take(self) -> None:
+        self.in_flight += 1
+        self.stats.peak_in_flight = max(self.stats.peak_in_flight, self.in_flight)
+
+    async def acquire(self, retry: bool = False) -> None:
+        """Wait for a slot. `retry`: this call was throttled or failed before; it goes ahead of new calls."""
+        if not self._waiters and self._can_start(retry):
+            self._take()
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        if retry:
+            self._waiters.appendleft((waiter, True))
+        else:
+            self._waiters.append((waiter, False))
+        self._dispatch()            # a pause may need its timer
+        try:
+            await waiter            # the slot was taken for us by _dispatch
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self.release(FAILED)   # granted, then cancelled: give the slot back unused
+            else:
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove((waiter, retry))
+            raise
+
+    def _dispatch(self) -> None:
+        """Hand free slots to waiters in order; during a Retry-After pause, come back when it ends."""
+        while self._waiters and self._can_start(self._waiters[0][1]):
+            waiter, _ = self._waiters.popleft()
+            if not waiter.done():
+                self._take()
+                waiter.set_result(None)
+        pause = self.paused_until - time.monotonic()
+        if self._waiters and pause > 0 and self._pause_timer is None:
+            def resume() -> None:
+                self._pause_timer = None
+                self._dispatch()
+
+            self._pause_timer = asyncio.get_running_loop().call_later(pause, resume)
 
     def release(self, outcome: str = OK, retry_after: float | None = None, latency_s: float | None = None) -> None:
         now = time.monotonic()
@@ -166,7 +196,10 @@ class AdaptiveLimiter:
                 self.window = max(float(s.min_concurrency), self.window * s.decrease)
                 self._last_decrease = now
             if retry_after:
-                until = now + min(float(retry_after), s.max_retry_after_s)
+                # New calls wait a little longer than Retry-After, so that the throttled calls, which retry
+                # after exactly Retry-After, go first: otherwise a queued new call takes the freed capacity
+                # each time and a retried call can starve until it runs out of attempts.
+                until = now + min(float(retry_after), s.max_retry_after_s) * (1 + NEW_CALL_GRACE)
                 if until > self.paused_until:
                     self.stats.paused_s += until - max(now, self.paused_until)
                     self.paused_until = until
@@ -177,21 +210,8 @@ class AdaptiveLimiter:
         self.stats.last_at = wall
         self.stats.window = round(self.window, 3)
         self.stats.min_window = round(min(self.stats.min_window, self.window), 3)
-        self._wake()
-
-    def _wake(self) -> None:
-        cond = self._cond
-        if cond is None:
-            return
-
-        async def notify() -> None:
-            async with cond:
-                cond.notify_all()
-
-        try:
-            asyncio.get_running_loop().create_task(notify())
-        except RuntimeError:  # released outside a loop (tests): nobody can be waiting
-            pass
+        if self._waiters:
+            self._dispatch()
 
     def describe(self) -> dict:
         return self.stats.as_dict()
@@ -245,11 +265,11 @@ class RemoteLimiter:
     def __init__(self, actor):
         self.actor = actor
 
-    def slot(self):
-        return slot(self)
+    def slot(self, retry: bool = False):
+        return slot(self, retry)
 
-    async def acquire(self) -> None:
-        await self.actor.acquire.remote()
+    async def acquire(self, retry: bool = False) -> None:
+        await self.actor.acquire.remote(retry)
 
     def release(self, outcome: str = OK, retry_after: float | None = None, latency_s: float | None = None) -> None:
         self.actor.release.remote(outcome, retry_after, latency_s)
@@ -261,8 +281,8 @@ class LimiterService:
     def __init__(self, settings: dict | None = None):
         self.limiter = AdaptiveLimiter(LimiterSettings(**(settings or {})))
 
-    async def acquire(self) -> None:
-        await self.limiter.acquire()
+    async def acquire(self, retry: bool = False) -> None:
+        await self.limiter.acquire(retry)
 
     async def release(self, outcome: str = OK, retry_after: float | None = None,
                       latency_s: float | None = None) -> None:

@@ -219,6 +219,9 @@ class SimApp:
         from ecab.sim.judge_policy import is_judge_request, judge_reply   # the LLM judge's prompts
         if is_judge_request({"messages": messages}):
             return {"role": "assistant", "content": judge_reply(messages)}, "stop"
+        from ecab.sim.verbalizer_policy import is_verbalizer_request, verbalizer_reply   # construct.verbalizer=llm
+        if is_verbalizer_request(messages):
+            return {"role": "assistant", "content": verbalizer_reply(messages)}, "stop"
         reply, state = self.policy.next_reply(messages)
         message: dict[str, Any] = {"role": "assistant", "content": reply.thought,
                                    "reasoning_content": reply.reasoning}
