@@ -101,6 +101,15 @@ def persona_key(field: str) -> str:
     return PERSONA_FIELD_MAPPING.get(bare, bare.lower().replace(" ", "_"))
 
 
+def present_fields(details: Mapping[str, Any] | None) -> frozenset[str]:
+    """The canonical DETAIL_FIELDS with a non-empty value under any spelling, any case: the same answer as
+    `lookup_detail(details, f) is not None` for every f, in one pass over the product's own keys."""
+    if not details:
+        return frozenset()
+    return frozenset(canon for key, value in details.items()
+                     if (canon := _DETAIL_FIELD_BY_LOWER.get(str(key).lower())) is not None and not _empty(value))
+
+
 def canonical_field(key: str) -> str:
     """Canonical spelling of a detail key ("OS" -> "Operating System"); unknown keys pass through."""
     return FIELD_NAME_ALIASES.get(key, key)
@@ -108,6 +117,19 @@ def canonical_field(key: str) -> str:
 
 def _empty(value: Any) -> bool:
     return value is None or value == "" or value == [] or value == {}
+
+
+def _detail_field_by_lower() -> dict[str, str]:
+    """Every lower-cased spelling (canonical or alias) of a DETAIL_FIELD -> that field."""
+    table: dict[str, str] = {}
+    for field in DETAIL_FIELDS:
+        for spelling in (field, *ALIASES_BY_CANONICAL.get(field, [])):
+            other = table.setdefault(spelling.lower(), field)
+            assert other == field, f"detail spelling {spelling!r} names both {other!r} and {field!r}"
+    return table
+
+
+_DETAIL_FIELD_BY_LOWER = _detail_field_by_lower()
 
 
 # Lower-cased spellings to look for, per requested field: built once per field name, not per call.

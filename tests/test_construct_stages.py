@@ -421,3 +421,23 @@ def test_entity_phrase_is_the_product_type_in_the_title(synthetic):
     foreign = Product(product_id="A1", title="Boao 3 Pieces Face Mask Brush, Silicone Applicator for Clay Mask",
                       details={"Brand": "Boao"})
     assert choose_entity(foreign).title_span == "Face Mask Brush"
+
+
+def test_present_fields_agrees_with_lookup_detail_on_every_field():
+    """present_fields (one pass over a product's keys) must say exactly what lookup_detail says, whatever
+    the spelling or case of the keys and with empty values mixed in."""
+    import random
+
+    from ecab.catalog.synthetic import iter_synthetic
+    from ecab.fields import ALIASES_BY_CANONICAL, DETAIL_FIELDS, lookup_detail, present_fields
+
+    rng = random.Random(3)
+    details_seen = [p.details for batch in iter_synthetic(300, 11, 100) for p in batch.products]
+    for field in DETAIL_FIELDS:   # hand-made: every alias, odd case, empty values
+        for spelling in (field, *ALIASES_BY_CANONICAL.get(field, [])):
+            details_seen.append({spelling.upper(): "x", "Unrelated": "y"})
+            details_seen.append({spelling: rng.choice(["", [], {}, None])})
+    assert any(present_fields(d) for d in details_seen)
+    for details in details_seen:
+        expected = {f for f in DETAIL_FIELDS if lookup_detail(details, f) is not None}
+        assert present_fields(details) == expected, details

@@ -331,7 +331,7 @@ def test_query_encoder_export_is_cached_and_checked(embedder, tmp_path, monkeypa
     switch turns the fast path off."""
     import numpy as np
 
-    from ecab.catalog import query_encoder
+    from ecab.catalog import onnx_encoder as query_encoder
 
     tokenizer, transformer, max_tokens = embedder._direct
     monkeypatch.setenv("ECAB_CACHE_DIR", str(tmp_path))
@@ -351,6 +351,37 @@ def test_query_encoder_export_is_cached_and_checked(embedder, tmp_path, monkeypa
     assert query_encoder.load_query_encoder(tokenizer, transformer, max_tokens, model_dir, skewed) is None
     monkeypatch.setenv("ECAB_QUERY_ENCODER", "torch")
     assert query_encoder.load_query_encoder(tokenizer, transformer, max_tokens, model_dir, reference) is None
+
+
+def test_light_sentence_encoder_gives_the_model_vectors_without_importing_torch(embedder):
+    """Review checks (construction, judging) use the exported graph and tokenizer.json alone: same vectors
+    as the full model, and a fresh process that checks a review never imports torch."""
+    import json
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    from ecab.catalog.onnx_encoder import light_sentence_encoder
+
+    assert embedder.query_encoder == "onnx"          # the graph is exported (into this session's cache)
+    light = light_sentence_encoder()
+    assert light is not None
+    texts = ["Charges my phone standing up or lying down.", "x", "Crème brûlée café mug — 12 oz",
+             "great value " * 200, "The cable frayed after two weeks."]
+    assert np.abs(light.encode(texts) - embedder.encode(texts)).max() < 1e-5
+    script = (
+        "import json, sys\n"
+        "from ecab.judge.review import default_review_checker\n"
+        "from ecab.schema import Review\n"
+        "review = Review.from_dict({'review_id': 1, 'product_id': 'P', 'rating': 5, 'title': 'ok',\n"
+        "    'text': 'It charges my phone standing up or lying down.', 'helpful_vote': 0})\n"
+        "match = default_review_checker().check('charges in any orientation', [review], product_id='P')\n"
+        "print(json.dumps({'torch': 'torch' in sys.modules, 'score': match.score}))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["torch"] is False and report["score"] > 0
 
 
 # ---------------------------------------------------------------------------------------------- ANN index

@@ -200,7 +200,7 @@ def ensure_catalog(cfg: Any, cache_dir: str | os.PathLike, *, mode: str = "hybri
     """Open the catalog for `cfg` (the `catalog` config group), building it first if it is not cached."""
     fingerprint = catalog_fingerprint(cfg)
     out = Path(cache_dir).expanduser() / "catalogs" / fingerprint
-    # The process's ecab cache, also for the exported query encoder (ecab.catalog.query_encoder); as an
+    # The process's ecab cache, also for the exported query encoder (ecab.catalog.onnx_encoder); as an
     # environment variable it reaches the sandbox and local Ray workers too.
     os.environ["ECAB_CACHE_DIR"] = str(Path(cache_dir).expanduser())
     if not (out / META_FILE).exists():

@@ -58,7 +58,7 @@ class Embedder:
         self._direct = _direct_parts(self._model)
         self._onnx = None
         if self._direct is not None:
-            from ecab.catalog.query_encoder import load_query_encoder
+            from ecab.catalog.onnx_encoder import load_query_encoder
 
             tokenizer, transformer, max_tokens = self._direct
             self._onnx = load_query_encoder(tokenizer, transformer, max_tokens, model_path,
@@ -91,7 +91,7 @@ class Embedder:
         """A few short texts (callers take `self._lock`): ONNX Runtime when available, else PyTorch."""
         if self._onnx is None or len(texts) > QUERY_BATCH:
             return self._encode_queries_torch(texts)
-        from ecab.catalog.query_encoder import mean_pool
+        from ecab.catalog.onnx_encoder import mean_pool
 
         tokenizer, _, max_tokens = self._direct
         features = tokenizer(texts, padding=True, truncation=True, max_length=max_tokens, return_tensors="np")

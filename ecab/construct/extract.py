@@ -286,12 +286,19 @@ def option_values(value: Any, bare_field: str) -> list[str]:
             and is_clean_value(p, bare_field)]
 
 
-def count_values(counts: dict[tuple[str, str], dict[str, int]], product: Product) -> None:
-    """Add one product's negative-able option values to `counts` ((main_category, key) -> value -> n)."""
-    for key in sorted(NEGATIVE_ATTRIBUTE_FIELDS):
+def count_values(counts: dict[tuple[str, str], dict[str, int]], product: Product,
+                 present: frozenset[str] | None = None) -> None:
+    """Add one product's negative-able option values to `counts` ((main_category, key) -> value -> n).
+    `present`: the product's present detail fields when the caller has them (skips absent keys)."""
+    for key in _SORTED_NEGATIVE_FIELDS:
+        if present is not None and key not in present:
+            continue
         for option in option_values(lookup_detail(product.details, key), key):
             bucket = counts.setdefault((product.main_category, key), {})
             bucket[option] = bucket.get(option, 0) + 1
+
+
+_SORTED_NEGATIVE_FIELDS = tuple(sorted(NEGATIVE_ATTRIBUTE_FIELDS))
 
 
 def finish_pools(counts: dict[tuple[str, str], dict[str, int]]) -> dict[tuple[str, str], list[tuple[str, int]]]:

@@ -11,7 +11,7 @@
 3. `workers=N` is the parent plus N-1 spawned workers. The parent builds candidates itself from the
    start; the workers start up (imports only) during the scan, then load the scan's products from a
    pickle the parent wrote once (no LanceDB import, no second scan) and join in, so they only add
-   throughput. review_driven candidates stay in the parent, which loads the review model at most once.
+   throughput. review_driven candidates go to the parent first (they read reviews from LanceDB).
    The accepted tasks of an intent are the first `n` valid candidates in pool order, and only
    candidates before the n-th accepted one are recorded (as rejected or skipped), so the output is the
    same whatever the scheduling and whatever the worker count.
@@ -190,8 +190,8 @@ def scan_catalog(catalog: CatalogReader, settings: Settings) -> CatalogScan:
             kept.extend(batch)
         for product in batch:
             category = product.main_category or ""
-            count_values(value_counts, product)
             present = present_detail_fields(product)
+            count_values(value_counts, product, present)
             for intent in intents:
                 if passes_static_filters(product, intent.sampling, present):
                     groups[intent.id].setdefault(category, []).append(product.product_id)
@@ -560,11 +560,14 @@ def _progress_bar(total: int, enabled: bool):
     return tqdm(total=total, desc="construct", unit="task", disable=not enabled, file=sys.stderr)
 
 
-# Candidates that may need the review checker's sentence model (seconds to load) go to the parent first;
-# a worker takes them only when nothing else is left (it then loads the model itself), so the model is
-# loaded a second time only when that shortens the build.
+# review_driven candidates go to the parent first: their uniqueness check reads other products' reviews
+# from LanceDB, which a worker would have to import and open (about a second of CPU, measured slower
+# overall); a worker takes them only when nothing else is left.
 PARENT_FIRST = frozenset({"review_driven"})
-WORKER_DEPTH = 2   # candidates queued per worker: one running and one waiting, so it never idles on IPC
+# Candidates queued per worker. The parent refills queues only between its own candidates (5-20 ms
+# each), so a short queue leaves the worker idle (depth 2: busy half the time, measured); the cost of a
+# deeper one is a few speculative candidates past the n-th accepted, which never change the output.
+WORKER_DEPTH = 8
 
 
 def _take(progress: dict[str, IntentProgress], window: int, allowed: Callable[[str], bool]

@@ -18,7 +18,7 @@ from typing import Callable, Iterable, Iterator
 
 from ecab.catalog.base import CatalogReader
 from ecab.construct.intents import Intent, SamplingStrategy, get_intent
-from ecab.fields import DETAIL_FIELDS, IMPLICIT_ELIGIBLE_FIELDS, lookup_detail
+from ecab.fields import IMPLICIT_ELIGIBLE_FIELDS, lookup_detail, present_fields
 from ecab.schema import Product
 
 DEFAULT_MIN_CATEGORY_SIZE = 10000
@@ -26,7 +26,7 @@ DEFAULT_MIN_CATEGORY_SIZE = 10000
 
 def present_detail_fields(product: Product) -> frozenset[str]:
     """The canonical DETAIL_FIELDS that have a value (alias-aware), computed once per product."""
-    return frozenset(f for f in DETAIL_FIELDS if lookup_detail(product.details, f) is not None)
+    return present_fields(product.details)
 
 
 def detail_field_count(product: Product) -> int:

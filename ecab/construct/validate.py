@@ -45,7 +45,7 @@ from ecab.construct.verbalize import (
 from ecab.env.user import ScriptedUser
 from ecab.fields import IMPLICIT_ELIGIBLE_FIELDS, SAFE_NOISE_FIELDS
 from ecab.judge.normalize import contains_phrase, normalize, options
-from ecab.judge.rules import check_rubric
+from ecab.judge.rules import EntityMatcher, check_rubric
 from ecab.schema import ClarificationScript, Product, Rubric
 
 # ---------------------------------------------------------------------------------------------------------
@@ -408,10 +408,14 @@ def count_matches(draft: Draft, catalog: CatalogReader, *, review_checker=None,
                   candidate_ids: list[str] | None = None) -> tuple[int, list[str]]:
     """(number of catalog products satisfying every rubric, their ids)."""
     ordered = sorted(draft.rubrics, key=lambda r: _CHECK_ORDER.get(r.type, 8))
-    cheap = [r for r in ordered if r.type != "review_opinion"]
+    # Entity rubrics reject most of a category, so they run first as a bare title test (no verdict text).
+    entities = [EntityMatcher(r) for r in ordered if r.type == "entity_match"]
+    cheap = [r for r in ordered if r.type not in ("review_opinion", "entity_match")]
     costly = [r for r in ordered if r.type == "review_opinion"]
     hits = []
     for product in candidate_products(draft, catalog, candidate_ids):
+        if not all(m.match(product.title or "") is not None for m in entities):
+            continue
         if not all(check_rubric(r, product, voucher=draft.voucher).satisfied is True for r in cheap):
             continue
         if costly:

@@ -143,6 +143,13 @@ def choose_threshold(positive_scores: Sequence[float], negative_scores: Sequence
 
 
 def _default_embedder():
+    """The light ONNX encoder when its graph is exported (no torch import: construction and judging start
+    seconds sooner), else the full model. Both give the same vectors (checked when the graph is exported)."""
+    from ecab.catalog.onnx_encoder import light_sentence_encoder
+
+    light = light_sentence_encoder()
+    if light is not None:
+        return light
     from ecab.catalog.embed import get_embedder  # deferred: importing torch is slow and often unneeded
     return get_embedder()
 

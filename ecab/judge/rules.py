@@ -257,20 +257,40 @@ def entity_phrases(rubric: Rubric) -> list[str]:
     return phrases
 
 
-def check_entity_match(rubric: Rubric, product: Product) -> Outcome:
+class EntityMatcher:
+    """An entity_match rubric's test, prepared once: its phrases normalized and tokenized, so that
+    testing many titles (uniqueness counting meets every product of a category) costs one pass each."""
+
+    def __init__(self, rubric: Rubric):
+        self.phrases = entity_phrases(rubric)
+        self._normalized = [normalize(p) for p in self.phrases]
+        self._tokens = [keyword_tokens(p) for p in self.phrases]
+
+    def match(self, title: str) -> tuple[str, list[str] | None] | None:
+        """(phrase, None) when the title contains a phrase; (phrase, its keywords) when it has every
+        keyword of one; None when it names none of them."""
+        title_norm = normalize(title)
+        for phrase, normalized in zip(self.phrases, self._normalized):
+            if contains_phrase(title_norm, normalized):
+                return phrase, None
+        title_tokens = set(keyword_tokens(title))
+        for phrase, tokens in zip(self.phrases, self._tokens):
+            if tokens and all(t in title_tokens for t in tokens):
+                return phrase, tokens
+        return None
+
+
+def check_entity_match(rubric: Rubric, product: Product, matcher: EntityMatcher | None = None) -> Outcome:
     title = product.title or ""
-    title_norm = normalize(title)
-    title_tokens = set(keyword_tokens(title))
-    phrases = entity_phrases(rubric)
-    for phrase in phrases:
-        if contains_phrase(title_norm, normalize(phrase)):
-            return Outcome(True, f"The title contains {phrase!r}.", f"title = {_short(title, 240)!r}")
-    for phrase in phrases:
-        tokens = keyword_tokens(phrase)
-        if tokens and all(t in title_tokens for t in tokens):
-            return Outcome(True, f"The title has every keyword of {phrase!r} ({', '.join(tokens)}).",
-                           f"title = {_short(title, 240)!r}")
-    return Outcome(False, f"The title names none of {phrases!r}.", f"title = {_short(title, 240)!r}")
+    matcher = matcher or EntityMatcher(rubric)
+    hit = matcher.match(title)
+    evidence = f"title = {_short(title, 240)!r}"
+    if hit is None:
+        return Outcome(False, f"The title names none of {matcher.phrases!r}.", evidence)
+    phrase, tokens = hit
+    if tokens is None:
+        return Outcome(True, f"The title contains {phrase!r}.", evidence)
+    return Outcome(True, f"The title has every keyword of {phrase!r} ({', '.join(tokens)}).", evidence)
 
 
 def _store_key(text: Any) -> str:

