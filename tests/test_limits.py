@@ -30,7 +30,7 @@ def test_a_freed_slot_goes_to_a_retry_before_earlier_new_calls():
     assert asyncio.run(scenario()) == ["retry", "new0", "new1", "new2"]
 
 
-def test_retry_after_pauses_new_calls_a_little_longer_than_retries():
+def test_retry_after_pauses_every_call_and_new_calls_a_little_longer():
     async def scenario() -> tuple[float, float]:
         limiter = AdaptiveLimiter(LimiterSettings(max_concurrency=8))
         await limiter.acquire()
@@ -46,8 +46,8 @@ def test_retry_after_pauses_new_calls_a_little_longer_than_retries():
         return new_wait, retry_wait
 
     new_wait, retry_wait = asyncio.run(scenario())
-    assert retry_wait < 0.05                                  # the retry slept its Retry-After already
-    assert new_wait >= 0.2 * (1 + NEW_CALL_GRACE) - 0.01      # new calls honour it, with the grace
+    assert 0.19 <= retry_wait < 0.2 * (1 + NEW_CALL_GRACE)    # retries honour Retry-After and go first
+    assert new_wait >= 0.2 * (1 + NEW_CALL_GRACE) - 0.01      # new calls wait a little longer
 
 
 def test_a_cancelled_waiter_gives_back_nothing_and_leaves_the_queue():
@@ -64,3 +64,52 @@ def test_a_cancelled_waiter_gives_back_nothing_and_leaves_the_queue():
         await asyncio.wait_for(limiter.acquire(), timeout=1)   # the slot is free again
 
     asyncio.run(scenario())
+
+
+def test_among_retries_the_call_that_started_first_goes_first():
+    async def scenario() -> list[str]:
+        limiter = AdaptiveLimiter(LimiterSettings(max_concurrency=1))
+        order: list[str] = []
+        await limiter.acquire()
+
+        async def call(name: str, since: float) -> None:
+            await limiter.acquire(retry=True, since=since)
+            order.append(name)
+            limiter.release()
+
+        young = asyncio.create_task(call("young", since=20.0))
+        await asyncio.sleep(0)
+        old = asyncio.create_task(call("old", since=10.0))   # arrives later, has waited longer
+        await asyncio.sleep(0)
+        limiter.release()
+        await asyncio.gather(young, old)
+        return order
+
+    assert asyncio.run(scenario()) == ["old", "young"]
+
+
+def test_a_paced_429_waits_in_the_limiter_not_in_tenacity_and_is_logged_with_its_retry_after():
+    """With a limiter pacing Retry-After, tenacity does not sleep on a 429 (the limiter holds the call),
+    yet the retry log still shows the wait the call honoured."""
+    import httpx
+    import openai
+
+    from ecab.agents.retry import RetryLog, retrying
+
+    request = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
+    response = httpx.Response(429, headers={"retry-after": "0.3"}, request=request)
+    error = openai.RateLimitError("slow down", response=response, body=None)
+
+    async def scenario() -> tuple[float, RetryLog]:
+        log, attempts = RetryLog(), 0
+        started = time.monotonic()
+        async for attempt in retrying(on_retry=log.record, max_attempts=3, paced=True):
+            with attempt:
+                attempts += 1
+                if attempts == 1:
+                    raise error
+        return time.monotonic() - started, log
+
+    elapsed, log = asyncio.run(scenario())
+    assert elapsed < 0.1
+    assert [(e["status"], e["wait_s"]) for e in log.entries] == [(429, 0.3)]

@@ -128,7 +128,7 @@ def test_5xx_and_token_bucket_limits_are_retried(tasks, catalog, heuristic_runs)
         stats = sim.stats
     assert stats["5xx"] > 0 and stats["429_rpm"] > 0   # the burst of concurrent calls drains the bucket
     for traj in runs:
-        assert traj.termination == "recommended", traj.error
+        assert traj.termination == "recommended", (traj.error, [(e["status"], e["wait_s"]) for e in traj.reasoning_trace if e["type"] == "retry"][-14:])
         assert traj.predicted_product_id == heuristic_runs[traj.id].predicted_product_id
     statuses = {e["status"] for t in runs for e in t.reasoning_trace if e["type"] == "retry"}
     assert statuses & {500, 502, 503} and 429 in statuses

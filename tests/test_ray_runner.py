@@ -157,3 +157,45 @@ def test_limiter_shrinks_on_429_pauses_for_retry_after_and_frees_the_slot_while_
 
     stats = asyncio.run(scenario())
     assert stats["throttled"] == 1 and stats["ok"] == 52 and stats["min_window"] == 2.0
+
+
+def test_workers_share_one_endpoint_window_through_the_limiter_actor(ray_cluster):
+    """Two workers' SyncedLimiters and one LimiterService actor: calls need no actor round trip, but a 429
+    seen by one worker shrinks both workers' windows and pauses both; the actor counts every outcome."""
+    import asyncio
+    import time
+
+    import ray
+
+    from ecab.runner.limits import NEW_CALL_GRACE, LimiterService, LimiterSettings, SyncedLimiter
+
+    settings = LimiterSettings(max_concurrency=8, decrease=0.5)
+    actor = ray.remote(LimiterService).options(num_cpus=0).remote({"max_concurrency": 8, "decrease": 0.5})
+
+    async def scenario():
+        a, b = SyncedLimiter(actor, "a", settings), SyncedLimiter(actor, "b", settings)
+        for limiter in (a, b):               # both report once, so the actor knows two workers share it
+            await limiter.acquire()
+            limiter.release("ok")
+            await limiter.flush()
+        await a.flush()                      # a reported before b existed; now it hears of b
+        assert a.local.window == b.local.window == 4.0      # 8 shared by 2 active workers
+        await a.acquire()
+        a.release("throttled", retry_after=0.3)            # only worker a saw the 429
+        await a.flush()
+        await b.flush()
+        # One call was in flight when the 429 came back: the window drops to what was in use, halved,
+        # floored at one call per worker.
+        assert b.local.window == 1.0 and a.local.window == 1.0
+        started = time.monotonic()
+        await b.acquire()                                  # b waits out the pause it never saw itself
+        waited = time.monotonic() - started
+        b.release("ok")
+        await a.flush()
+        await b.flush()
+        return waited
+
+    waited = asyncio.run(scenario())
+    assert waited >= 0.3 * (1 + NEW_CALL_GRACE) - 0.1
+    stats = ray.get(actor.stats.remote())
+    assert stats["ok"] == 3 and stats["throttled"] == 1 and stats["min_window"] == 1.0

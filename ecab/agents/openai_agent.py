@@ -194,10 +194,12 @@ class OpenAIAgent:
         if self._client is None:
             await ensure_closed_at_loop_end(self.client)
         try:
+            # paced: the limiter holds calls through a Retry-After pause, retried calls first, oldest first
             async for attempt in retrying(on_retry=log.record, max_attempts=s.max_attempts,
-                                          max_wait=s.max_retry_wait_s, backoff_base=s.backoff_base_s):
+                                          max_wait=s.max_retry_wait_s, backoff_base=s.backoff_base_s, paced=True):
                 with attempt:
-                    async with gate, limiter.slot(retry=attempt.retry_state.attempt_number > 1) as slot:
+                    state = attempt.retry_state
+                    async with gate, limiter.slot(retry=state.attempt_number > 1, since=state.start_time) as slot:
                         try:
                             response = await self.client.chat.completions.create(**request)
                         except openai.RateLimitError as exc:   # tell the adaptive limiter (shrink, pause)

@@ -95,13 +95,15 @@ def run_case(setup: Setup, runner: str, concurrency: int, latency_s: float, budg
     from ecab.env.episode import EpisodeSettings
     from ecab.runner.limits import LimiterSettings, installed_limiters, reset_limiters, set_default_settings
     from ecab.runner.store import RunFolder
-    from ecab.sim.server import SimServer
+    from ecab.sim.process import SimProcess
 
     settings = EpisodeSettings(budget=budget)
     limits = LimiterSettings(max_concurrency=max(concurrency, 1))
     tasks = {t.id: t for t in setup.tasks}
     finish: list[float] = []
-    with SimServer(sim_config(latency_s, rpm)) as sim, tempfile.TemporaryDirectory() as tmp:
+    # The endpoint runs in its own process (a real one is another machine), so that its request handling
+    # is not counted as harness cost on the harness's GIL.
+    with SimProcess(sim_config(latency_s, rpm)) as sim, tempfile.TemporaryDirectory() as tmp:
         model = sim_model_cfg(sim.base_url, concurrency)
         units = setup.units(n_units, budget, model["name"])
         folder = RunFolder(Path(tmp) / "run").create()

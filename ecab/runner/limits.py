@@ -13,19 +13,24 @@ How a caller (the OpenAI-compatible agent) uses it, around each HTTP attempt:
     # ...sleep the back-off here, outside the slot, then try again
 
 `runner=local` uses an in-process `AdaptiveLimiter`; `runner=ray` runs one `LimiterActor` per endpoint and
-every episode worker installs a `RemoteLimiter` (same interface) that talks to it.
+every episode worker installs a `SyncedLimiter` (same interface): it enforces a local share of the window
+and syncs its outcomes with the actor ten times a second (at once after a 429).
 """
 from __future__ import annotations
 
 import asyncio
 import collections
 import contextlib
+import heapq
+import itertools
 import time
 from dataclasses import asdict, dataclass, fields
 from typing import Any, AsyncIterator, Protocol
 
 OK, THROTTLED, FAILED = "ok", "throttled", "failed"
-NEW_CALL_GRACE = 0.25   # new calls resume this fraction of Retry-After after the retries (see release)
+NEW_CALL_GRACE = 0.25   # new calls resume this fraction of Retry-After after the retries (see AimdWindow)
+SYNC_INTERVAL_S = 0.1   # how often a Ray worker's SyncedLimiter reports to the endpoint's limiter actor
+ACTIVE_WORKER_S = 2.0   # workers that reported this recently share the window
 
 
 @dataclass
@@ -78,7 +83,7 @@ class LimiterStats:
 
 
 class Limiter(Protocol):
-    async def acquire(self, retry: bool = False) -> None: ...
+    async def acquire(self, retry: bool = False, since: float | None = None) -> None: ...
 
     def release(self, outcome: str = OK, retry_after: float | None = None,
                 latency_s: float | None = None) -> None: ...
@@ -101,8 +106,9 @@ class Slot:
 
 
 @contextlib.asynccontextmanager
-async def slot(limiter: Limiter, retry: bool = False) -> AsyncIterator[Slot]:
-    await limiter.acquire(retry)
+async def slot(limiter: Limiter, retry: bool = False, since: float | None = None) -> AsyncIterator[Slot]:
+    """`retry`: the call failed before; `since`: when its first attempt started (oldest retries go first)."""
+    await limiter.acquire(retry, since)
     handle = Slot()
     started = time.monotonic()
     try:
@@ -115,102 +121,179 @@ async def slot(limiter: Limiter, retry: bool = False) -> AsyncIterator[Slot]:
         limiter.release(handle.outcome, handle.retry_after, time.monotonic() - started)
 
 
+class AimdWindow:
+    """The window arithmetic, shared by the in-process limiter and the Ray limiter actor: additive increase
+    per success, multiplicative decrease on a 429 (once per round trip), and the Retry-After pause.
+    `now` is whatever clock the owner uses (monotonic in a process, wall time across Ray nodes)."""
+
+    def __init__(self, settings: LimiterSettings):
+        self.settings = s = settings
+        self.window = float(min(s.max_concurrency, max(s.min_concurrency, s.initial or s.max_concurrency)))
+        self.paused_until = 0.0           # no call starts before this (Retry-After)
+        self.new_calls_until = 0.0        # no new (not retried) call starts before this
+        self._last_decrease = float("-inf")
+        self._latency_ewma = 1.0
+        self.stats = LimiterStats(window=self.window, min_window=self.window)
+
+    def record(self, outcome: str, retry_after: float | None, latency_s: float | None, now: float,
+               count: int = 1, in_flight: int | None = None) -> None:
+        """Account `count` outcomes. `in_flight`: calls in flight when they came back (this one included);
+        a decrease starts from it when it is below the window (a window far above what is in use, like
+        the 1024 a limiter starts at, would otherwise take many round trips of 429s to come down)."""
+        if latency_s:
+            self._latency_ewma = 0.9 * self._latency_ewma + 0.1 * latency_s
+        s = self.settings
+        if outcome == OK:
+            self.stats.ok += count
+            for _ in range(count):
+                self.window = min(float(s.max_concurrency), self.window + s.increase / max(self.window, 1.0))
+        elif outcome == THROTTLED:
+            self.stats.throttled += count
+            # One decrease per round trip: a burst of 429s from one overload is one signal, not fifty.
+            if now - self._last_decrease >= max(self._latency_ewma, retry_after or 0.0):
+                used = self.window if in_flight is None else min(self.window, float(max(in_flight, 1)))
+                self.window = max(float(s.min_concurrency), used * s.decrease)
+                self._last_decrease = now
+            if retry_after:
+                wait = min(float(retry_after), s.max_retry_after_s)
+                if now + wait > self.paused_until:
+                    self.stats.paused_s += now + wait - max(now, self.paused_until)
+                    self.paused_until = now + wait
+                # New calls wait a little longer than Retry-After, so that the throttled calls, which retry
+                # after exactly Retry-After, go first: otherwise a queued new call takes the freed capacity
+                # each time and a retried call can starve until it runs out of attempts.
+                self.new_calls_until = max(self.new_calls_until, now + wait * (1 + NEW_CALL_GRACE))
+        else:
+            self.stats.failed += count
+        wall = time.time()
+        self.stats.first_at = self.stats.first_at or wall
+        self.stats.last_at = wall
+        self.stats.window = round(self.window, 3)
+        self.stats.min_window = round(min(self.stats.min_window, self.window), 3)
+
+
 class AdaptiveLimiter:
     """AIMD concurrency window for one endpoint, on one asyncio loop."""
 
     def __init__(self, settings: LimiterSettings | None = None):
         self.settings = settings or LimiterSettings()
-        s = self.settings
-        self.window = float(min(s.max_concurrency, max(s.min_concurrency, s.initial or s.max_concurrency)))
+        self.aimd = AimdWindow(self.settings)
         self.in_flight = 0
-        self.paused_until = 0.0           # monotonic time before which no new call starts (Retry-After)
-        self._last_decrease = 0.0
-        self._latency_ewma = 1.0
         # Callers waiting for a slot, first come first served. A release hands the freed slot straight
         # to the next waiter (no wake-everyone condition: at C=1024 that costs O(C) per release).
-        # Each entry is (future, is_retry); retries queue at the front.
-        self._waiters: collections.deque[tuple[asyncio.Future, bool]] = collections.deque()
+        # Retried calls have their own queue, served first.
+        self._waiters: collections.deque[asyncio.Future] = collections.deque()
+        # (first attempt's start, arrival number, future): the call that has waited longest goes first.
+        self._retries: list[tuple[float, int, asyncio.Future]] = []
+        self._arrivals = itertools.count()
         self._pause_timer: asyncio.TimerHandle | None = None
-        self.stats = LimiterStats(window=self.window, min_window=self.window)
 
-    def slot(self, retry: bool = False):
-        return slot(self, retry)
+    # The window and the pause (monotonic time) live in the AIMD state; a SyncedLimiter also sets them.
+    @property
+    def window(self) -> float:
+        return self.aimd.window
+
+    @window.setter
+    def window(self, value: float) -> None:
+        self.aimd.window = value
+
+    @property
+    def paused_until(self) -> float:
+        return self.aimd.paused_until
+
+    @paused_until.setter
+    def paused_until(self, value: float) -> None:
+        self.aimd.paused_until = value
+
+    @property
+    def stats(self) -> LimiterStats:
+        return self.aimd.stats
+
+    def slot(self, retry: bool = False, since: float | None = None):
+        return slot(self, retry, since)
+
+    def _pause_end(self, retry: bool) -> float:
+        # Everyone honours Retry-After; new calls wait a little longer (AimdWindow.new_calls_until) so
+        # that the throttled calls, retrying after exactly Retry-After, go first.
+        return self.aimd.paused_until if retry else self.aimd.new_calls_until
 
     def _can_start(self, retry: bool = False) -> bool:
-        # A retry already slept its own Retry-After (the caller's back-off), so the pause is for new calls.
-        return self.in_flight < int(self.window) and (retry or time.monotonic() >= self.paused_until)
+        return self.in_flight < int(self.window) and time.monotonic() >= self._pause_end(retry)
 
     def _take(self) -> None:
         self.in_flight += 1
         self.stats.peak_in_flight = max(self.stats.peak_in_flight, self.in_flight)
 
-    async def acquire(self, retry: bool = False) -> None:
-        """Wait for a slot. `retry`: this call was throttled or failed before; it goes ahead of new calls."""
-        if not self._waiters and self._can_start(retry):
+    def _next_is_retry(self) -> bool | None:
+        """Whether the next waiter is a retry (retries before new calls); None when nobody waits."""
+        if self._retries:
+            return True
+        return False if self._waiters else None
+
+    def _pop_next(self) -> asyncio.Future:
+        return heapq.heappop(self._retries)[2] if self._retries else self._waiters.popleft()
+
+    async def acquire(self, retry: bool = False, since: float | None = None) -> None:
+        """Wait for a slot. `retry`: this call was throttled or failed before; it goes ahead of new calls,
+        the one whose first attempt started earliest (`since`, monotonic) first."""
+        if self._next_is_retry() is None and self._can_start(retry):
             self._take()
             return
         waiter = asyncio.get_running_loop().create_future()
         if retry:
-            self._waiters.appendleft((waiter, True))
+            entry = (time.monotonic() if since is None else since, next(self._arrivals), waiter)
+            heapq.heappush(self._retries, entry)
         else:
-            self._waiters.append((waiter, False))
+            self._waiters.append(waiter)
         self._dispatch()            # a pause may need its timer
         try:
             await waiter            # the slot was taken for us by _dispatch
         except asyncio.CancelledError:
             if waiter.done() and not waiter.cancelled():
                 self.release(FAILED)   # granted, then cancelled: give the slot back unused
+            elif retry:
+                self._retries = [e for e in self._retries if e[2] is not waiter]
+                heapq.heapify(self._retries)
             else:
                 with contextlib.suppress(ValueError):
-                    self._waiters.remove((waiter, retry))
+                    self._waiters.remove(waiter)
             raise
 
     def _dispatch(self) -> None:
         """Hand free slots to waiters in order; during a Retry-After pause, come back when it ends."""
-        while self._waiters and self._can_start(self._waiters[0][1]):
-            waiter, _ = self._waiters.popleft()
+        while (retry := self._next_is_retry()) is not None and self._can_start(retry):
+            waiter = self._pop_next()
             if not waiter.done():
                 self._take()
                 waiter.set_result(None)
-        pause = self.paused_until - time.monotonic()
-        if self._waiters and pause > 0 and self._pause_timer is None:
-            def resume() -> None:
-                self._pause_timer = None
-                self._dispatch()
+        retry = self._next_is_retry()
+        if retry is None:
+            return
+        resume_at = self._pause_end(retry)
+        if resume_at <= time.monotonic():
+            return
+        timer = self._pause_timer
+        if timer is not None and timer.when() <= resume_at + 1e-3:
+            return                  # an earlier (or the same) wake-up is already set
+        if timer is not None:
+            timer.cancel()          # a retry arrived: it may start before the new calls' pause ends
 
-            self._pause_timer = asyncio.get_running_loop().call_later(pause, resume)
+        def resume() -> None:
+            self._pause_timer = None
+            self._dispatch()
+
+        loop = asyncio.get_running_loop()
+        self._pause_timer = loop.call_at(loop.time() + resume_at - time.monotonic(), resume)
 
     def release(self, outcome: str = OK, retry_after: float | None = None, latency_s: float | None = None) -> None:
-        now = time.monotonic()
+        in_flight = self.in_flight
         self.in_flight = max(0, self.in_flight - 1)
-        if latency_s:
-            self._latency_ewma = 0.9 * self._latency_ewma + 0.1 * latency_s
-        s = self.settings
-        if outcome == OK:
-            self.stats.ok += 1
-            self.window = min(float(s.max_concurrency), self.window + s.increase / max(self.window, 1.0))
-        elif outcome == THROTTLED:
-            self.stats.throttled += 1
-            # One decrease per round trip: a burst of 429s from one overload is one signal, not fifty.
-            if now - self._last_decrease >= max(self._latency_ewma, retry_after or 0.0):
-                self.window = max(float(s.min_concurrency), self.window * s.decrease)
-                self._last_decrease = now
-            if retry_after:
-                # New calls wait a little longer than Retry-After, so that the throttled calls, which retry
-                # after exactly Retry-After, go first: otherwise a queued new call takes the freed capacity
-                # each time and a retried call can starve until it runs out of attempts.
-                until = now + min(float(retry_after), s.max_retry_after_s) * (1 + NEW_CALL_GRACE)
-                if until > self.paused_until:
-                    self.stats.paused_s += until - max(now, self.paused_until)
-                    self.paused_until = until
-        else:
-            self.stats.failed += 1
-        wall = time.time()
-        self.stats.first_at = self.stats.first_at or wall
-        self.stats.last_at = wall
-        self.stats.window = round(self.window, 3)
-        self.stats.min_window = round(min(self.stats.min_window, self.window), 3)
-        if self._waiters:
+        self.aimd.record(outcome, retry_after, latency_s, time.monotonic(), in_flight=in_flight)
+        self.wake()
+
+    def wake(self) -> None:
+        """Hand out slots the window or the pause may have freed."""
+        if self._next_is_retry() is not None:
             self._dispatch()
 
     def describe(self) -> dict:
@@ -258,44 +341,103 @@ def reset_limiters() -> None:
 
 # ----------------------------------------------------------------------------------------- the Ray side
 
-class RemoteLimiter:
-    """The `Limiter` interface over a `LimiterActor` handle (one round trip to acquire; release is
-    fire-and-forget so a finished call never waits on the actor)."""
+class SyncedLimiter:
+    """A Ray episode worker's handle on its endpoint's shared limiter (the LimiterActor).
 
-    def __init__(self, actor):
-        self.actor = actor
+    A round trip to the actor for every LLM call costs more CPU than the call itself at hundreds of calls
+    per second (measured: the actor alone used a fifth of a core at C=256). So each worker acquires and
+    releases against a local window, reacts to its own 429s at once (local shrink and pause), and every
+    SYNC_INTERVAL_S (at once after a 429) reports its outcome counts to the actor. The actor runs the AIMD
+    over all workers' outcomes and answers with this worker's share of the window and the shared
+    Retry-After pause, which the local window then takes."""
 
-    def slot(self, retry: bool = False):
-        return slot(self, retry)
+    def __init__(self, actor, worker_id: str, settings: LimiterSettings | None = None):
+        self.actor, self.worker_id = actor, worker_id
+        self.local = AdaptiveLimiter(settings or LimiterSettings())
+        self._counts: collections.Counter = collections.Counter()
+        self._retry_after = 0.0
+        self._latency_s: float | None = None
+        self._wake: asyncio.Event | None = None
+        self._task: asyncio.Task | None = None
 
-    async def acquire(self, retry: bool = False) -> None:
-        await self.actor.acquire.remote(retry)
+    def slot(self, retry: bool = False, since: float | None = None):
+        return slot(self, retry, since)
+
+    async def acquire(self, retry: bool = False, since: float | None = None) -> None:
+        if self._task is None:      # started on the worker's own loop, on first use
+            self._wake = asyncio.Event()
+            self._task = asyncio.get_running_loop().create_task(self._sync_loop())
+        await self.local.acquire(retry, since)
 
     def release(self, outcome: str = OK, retry_after: float | None = None, latency_s: float | None = None) -> None:
-        self.actor.release.remote(outcome, retry_after, latency_s)
+        self.local.release(outcome, retry_after, latency_s)
+        self._counts[outcome] += 1
+        self._latency_s = latency_s or self._latency_s
+        if outcome == THROTTLED:
+            self._retry_after = max(self._retry_after, float(retry_after or 0.0))
+            if self._wake is not None:
+                self._wake.set()    # the other workers should hear of a 429 now, not in 100 ms
+
+    async def _sync_loop(self) -> None:
+        while True:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), SYNC_INTERVAL_S)
+            self._wake.clear()
+            if self._counts or self.local._next_is_retry() is not None:   # idle workers do not poll the actor
+                with contextlib.suppress(Exception):   # a lost sync is retried at the next interval
+                    await self.flush()
+
+    async def flush(self) -> None:
+        """Report the outcomes since the last sync; take this worker's window share and the pause."""
+        counts, self._counts = dict(self._counts), collections.Counter()
+        retry_after, self._retry_after = self._retry_after, 0.0
+        reply = await self.actor.report.remote(self.worker_id, counts, retry_after or None, self._latency_s,
+                                               self.local.in_flight)
+        self.local.window = max(1.0, float(reply["window"]))
+        now_wall, now = time.time(), time.monotonic()
+        aimd = self.local.aimd
+        aimd.paused_until = max(aimd.paused_until, now + float(reply["paused_until"]) - now_wall)
+        aimd.new_calls_until = max(aimd.new_calls_until, now + float(reply["new_calls_until"]) - now_wall)
+        self.local.wake()
+
+    def describe(self) -> dict:
+        return self.local.describe()
 
 
 class LimiterService:
-    """The body of the Ray limiter actor (an async actor: acquire waits on the actor's own loop)."""
+    """The body of the Ray limiter actor: the endpoint's AIMD window over every worker's outcomes, in wall
+    time (workers may run on other nodes). Workers that reported within ACTIVE_WORKER_S share the window."""
 
     def __init__(self, settings: dict | None = None):
-        self.limiter = AdaptiveLimiter(LimiterSettings(**(settings or {})))
+        self.aimd = AimdWindow(LimiterSettings(**(settings or {})))
+        self._workers: dict[str, tuple[float, int]] = {}    # worker -> (last report, its calls in flight)
 
-    async def acquire(self, retry: bool = False) -> None:
-        await self.limiter.acquire(retry)
-
-    async def release(self, outcome: str = OK, retry_after: float | None = None,
-                      latency_s: float | None = None) -> None:
-        self.limiter.release(outcome, retry_after, latency_s)
+    # async: the actor then runs every call on one event loop, so reports never interleave
+    async def report(self, worker_id: str, counts: dict[str, int], retry_after: float | None,
+                     latency_s: float | None, in_flight: int) -> dict:
+        now = time.time()
+        self._workers[worker_id] = (now, int(in_flight))
+        active = {w: v for w, v in self._workers.items() if now - v[0] <= ACTIVE_WORKER_S}
+        # What was in use across workers when the 429s came back: the latest in-flight counts plus them.
+        used = sum(n for _, n in active.values()) + int(counts.get(THROTTLED, 0))
+        for outcome in (OK, FAILED, THROTTLED):   # successes first: a 429 in the batch has the last word
+            if counts.get(outcome):
+                self.aimd.record(outcome, retry_after if outcome == THROTTLED else None, latency_s, now,
+                                 count=int(counts[outcome]), in_flight=used)
+        stats = self.aimd.stats
+        stats.peak_in_flight = max(stats.peak_in_flight, sum(n for _, n in active.values()))
+        share = max(float(self.aimd.settings.min_concurrency), self.aimd.window / max(1, len(active)))
+        return {"window": share, "paused_until": self.aimd.paused_until,
+                "new_calls_until": self.aimd.new_calls_until}
 
     async def stats(self) -> dict:
-        return self.limiter.describe()
+        return self.aimd.stats.as_dict()
 
 
 def limiter_settings_dict(settings: LimiterSettings) -> dict:
     return asdict(settings)
 
 
-__all__ = ["AdaptiveLimiter", "LimiterSettings", "LimiterStats", "Limiter", "Slot", "RemoteLimiter",
+__all__ = ["AdaptiveLimiter", "LimiterSettings", "LimiterStats", "Limiter", "Slot", "SyncedLimiter", "AimdWindow",
            "LimiterService", "limiter_for", "install_limiter", "endpoint_key", "installed_limiters",
            "reset_limiters", "set_default_settings", "OK", "THROTTLED", "FAILED"]

@@ -347,7 +347,7 @@ class EpisodeWorkerService:
     def __init__(self, worker_id: str, spec: WorkerSpec, tasks: dict, meta: dict, catalog_actors: list,
                  limiters: dict[str, Any]):
         from ecab.env.episode import EpisodeSettings
-        from ecab.runner.limits import LimiterSettings, RemoteLimiter, install_limiter, set_default_settings
+        from ecab.runner.limits import LimiterSettings, SyncedLimiter, install_limiter, set_default_settings
         from ecab.runner.store import RunFolder
 
         # The catalog's blocking ray.get calls run in the tool threads, never on the event loop; Ray's
@@ -361,10 +361,12 @@ class EpisodeWorkerService:
         self._write_lock = threading.Lock()
         self._started = False
         self.finished = 0
+        limiter_settings = LimiterSettings(**(spec.limiter_settings or {}))
         if spec.limiter_settings:
-            set_default_settings(LimiterSettings(**spec.limiter_settings))
-        for key, handle in limiters.items():
-            install_limiter(key, RemoteLimiter(handle))
+            set_default_settings(limiter_settings)
+        self.limiters = {key: SyncedLimiter(handle, worker_id, limiter_settings) for key, handle in limiters.items()}
+        for key, limiter in self.limiters.items():
+            install_limiter(key, limiter)
 
     def ready(self) -> str:
         return ray.get_runtime_context().get_node_id()
@@ -388,9 +390,11 @@ class EpisodeWorkerService:
         with self._write_lock:      # one part file per worker; appends from pool threads take turns
             self.folder.append_trajectory(self.worker_id, traj)
 
-    def stats(self) -> dict:
+    async def stats(self) -> dict:
         import resource
 
+        for limiter in self.limiters.values():   # report the last outcomes before the driver reads the actors
+            await limiter.flush()
         return {"catalog_retried_calls": self.catalog.retried_calls, "finished": self.finished,
                 "rss_start_mb": self.rss_start_mb,
                 "rss_peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}

@@ -32,6 +32,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--require-key-env", default=None,
                    help="name of an environment variable holding a key the server will require")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--config-json", default=None,
+                   help="a whole SimConfig as JSON (what SimProcess passes); replaces the options above")
     return p.parse_args(argv)
 
 
@@ -47,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.require_key_env and not key:
         print(f"ecab.sim: error: environment variable {args.require_key_env} is not set", file=sys.stderr)
         return 2
-    config = SimConfig(latency=args.latency, latency_ms=args.latency_ms, latency_sigma=args.latency_sigma,
+    config = SimConfig.from_any(json.loads(args.config_json)) if args.config_json else SimConfig(latency=args.latency, latency_ms=args.latency_ms, latency_sigma=args.latency_sigma,
                        rate_429=args.rate_429, retry_after_s=args.retry_after_s, rpm=args.rpm, tpm=args.tpm,
                        rate_5xx=args.rate_5xx, malformed={k: getattr(args, k) for k in FAULT_KINDS},
                        api_key=key, seed=args.seed)

@@ -1,0 +1,62 @@
+"""The simulator in its own process: `with SimProcess(cfg) as sim: sim.base_url`.
+
+`SimServer` runs the endpoint on a thread of the calling process, which is right for tests and the small
+demo. A benchmark of the harness must not do that: the fake endpoint's request handling would share the
+harness's GIL and be counted as harness cost. A real endpoint is another machine; this is the nearest
+thing on one: `python -m ecab.sim --config-json ...` in a child process.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import asdict
+from typing import Any
+
+from ecab.sim.server import SimConfig
+
+START_TIMEOUT_S = 60
+
+
+class SimProcess:
+    def __init__(self, config: SimConfig | dict | Any = None, host: str = "127.0.0.1", port: int = 0):
+        self.config = SimConfig.from_any(config)
+        self.host, self.port = host, port
+        self.base_url: str | None = None
+        self.stats: dict[str, int] = {}
+        self._proc: subprocess.Popen | None = None
+
+    def start(self) -> str:
+        cmd = [sys.executable, "-m", "ecab.sim", "--host", self.host, "--port", str(self.port),
+               "--config-json", json.dumps(asdict(self.config))]
+        self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self._proc.stdout.readline().strip()   # the server prints its URL once it listens
+        if not line.startswith("http"):
+            self._proc.kill()
+            _, err = self._proc.communicate(timeout=START_TIMEOUT_S)
+            raise RuntimeError(f"the simulator process did not start: {(line + err).strip()[-2000:]}")
+        self.base_url = line
+        return line
+
+    def stop(self) -> None:
+        if self._proc is None or self._proc.poll() is not None:
+            return
+        self._proc.terminate()
+        try:
+            _, err = self._proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            _, err = self._proc.communicate()
+        for line in reversed(err.strip().splitlines()):   # its last stderr line is the stats JSON
+            try:
+                self.stats = json.loads(line)
+                break
+            except ValueError:
+                continue
+
+    def __enter__(self) -> "SimProcess":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
