@@ -91,7 +91,7 @@ def test_among_retries_the_call_that_started_first_goes_first():
 def test_a_paced_429_waits_in_the_limiter_not_in_tenacity_and_is_logged_with_its_retry_after():
     """With a limiter pacing Retry-After, tenacity does not sleep on a 429 (the limiter holds the call),
     yet the retry log still shows the wait the call honoured."""
-    import httpx
+    import httpx2 as httpx   # the HTTP library openai 3.x is built on
     import openai
 
     from ecab.agents.retry import RetryLog, retrying
