@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import openai
 import pytest
 
 from ecab.agents.heuristic import HeuristicAgent
@@ -207,6 +208,51 @@ def test_request_shape_follows_the_model_config():
     plain = OpenAIAgent(model_cfg(max_output_tokens=100, max_tokens_param="max_tokens", parallel_tool_calls=None,
                                   temperature=None), api_key="k").build_request([], [])
     assert plain["max_tokens"] == 100 and "parallel_tool_calls" not in plain and "temperature" not in plain
+
+
+def test_the_request_on_the_wire_is_the_built_request_with_extra_body_merged():
+    """post_chat_completion skips the SDK's transform; what reaches the endpoint over HTTP must still be
+    exactly the request: every field, extra_body merged into the body, no client-side keys."""
+    import threading
+
+    from aiohttp import web
+
+    from ecab.agents.openai_agent import post_chat_completion
+
+    seen: list[dict] = []
+    completion = {"id": "c1", "object": "chat.completion", "created": 0, "model": "m",
+                  "choices": [{"index": 0, "finish_reason": "stop",
+                               "message": {"role": "assistant", "content": "ok"}}],
+                  "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
+
+    async def handle(request):
+        seen.append(await request.json())
+        return web.json_response(completion)
+
+    agent = OpenAIAgent(model_cfg(max_output_tokens=2048, reasoning_effort="medium",
+                                  extra_body={"reasoning": {"max_tokens": 2048}}), api_key="k")
+    request = agent.build_request([{"role": "user", "content": "hi"}], [{"type": "function", "function": {
+        "name": "f", "description": "d", "parameters": {"type": "object", "properties": {}}}}])
+
+    async def scenario():
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", handle)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        client = openai.AsyncOpenAI(api_key="k", base_url=f"http://127.0.0.1:{port}/v1", max_retries=0)
+        try:
+            return await post_chat_completion(client, request)
+        finally:
+            await client.close()
+            await runner.cleanup()
+
+    response = asyncio.run(scenario())
+    assert response.choices[0].message.content == "ok" and response.usage.total_tokens == 4
+    expected = {k: v for k, v in request.items() if k not in ("timeout", "extra_body")}
+    assert seen == [{**expected, "reasoning": {"max_tokens": 2048}}]
 
 
 @pytest.mark.parametrize("name", ["gpt-5.4", "gpt-5", "gpt-5-mini", "claude-opus-4-6", "kimi-k2.6",

@@ -292,7 +292,7 @@ def test_embedder_vectors_dedupe_and_concurrent_queries(embedder):
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     assert np.array_equal(vectors[0], vectors[2]) and not np.allclose(vectors[0], vectors[1])
 
-    queries = [f"wireless earbuds model {i}" for i in range(12)]
+    queries = [f"wireless earbuds model {i % 8}" for i in range(12)]   # some asked twice at once
     alone = embedder.encode(queries)
     embedder.clear_cache()
     results: dict[int, np.ndarray] = {}
@@ -309,6 +309,7 @@ def test_embedder_vectors_dedupe_and_concurrent_queries(embedder):
         assert np.allclose(results[i], alone[i], atol=1e-5), query
         assert float(results[i] @ alone[i]) >= 0.999, query
         assert embedder.encode_query(query) is results[i]       # cached
+        assert results[i] is results[i % 8]                       # one encoding per distinct text
 
 
 def test_queries_run_on_onnx_runtime_with_pytorch_vectors(embedder):

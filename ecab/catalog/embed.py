@@ -145,17 +145,25 @@ class Embedder:
             with self._cache_lock:
                 batch, self._pending = self._pending, []
             if batch:   # empty when an earlier holder of the model already encoded our query
+                # Concurrent episodes of one task (trials, sweeps) ask the same queries at the same moment:
+                # encode each distinct text once.
+                # encode each distinct text once; one the previous holder just encoded comes from the cache.
+                with self._cache_lock:
+                    vectors = {t: v for t, _ in batch if (v := self._query_cache.get(t)) is not None}
+                unique = [t for t in dict.fromkeys(t for t, _ in batch) if t not in vectors]
                 try:
-                    vectors = self._encode_queries_locked([t for t, _ in batch])
+                    fresh = dict(zip(unique, self._encode_queries_locked(unique))) if unique else {}
                 except BaseException as exc:
                     for _, waiting in batch:
                         waiting.set_exception(exc)
                     raise
-                for (t, waiting), vector in zip(batch, vectors):
+                for t, vector in fresh.items():
                     vector.setflags(write=False)   # shared by every caller of the cache
-                    waiting.set_result(vector)
                     if len(t) <= QUERY_CACHE_MAX_CHARS:
                         self._remember(t, vector)
+                vectors.update(fresh)
+                for t, waiting in batch:
+                    waiting.set_result(vectors[t])
         return request.result()
 
     def _remember(self, text: str, vector: np.ndarray) -> None:
