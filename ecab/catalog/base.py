@@ -19,7 +19,7 @@ class CatalogBatch:
     reviews: list[Review] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(frozen=True)   # frozen: cached search pages share their hits (store.SearchPageCache)
 class SearchHit:
     product_id: str
     title: str

@@ -52,7 +52,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -66,6 +66,7 @@ META_FILE = "meta.json"
 PRODUCTS, REVIEWS = "products", "reviews"
 MODES = ("hybrid", "fts", "vector", "original")
 HYBRID_DEPTH = 100
+SEARCH_CACHE_SIZE = 4096   # search pages kept per catalog client (SearchPageCache)
 RRF_K = 60
 # Below this many rows per shard a flat (exact) vector scan is cheap enough; above it, build IVF_FLAT.
 # IVF_FLAT keeps full-precision vectors, so the only approximation is which partitions are scanned.
@@ -733,6 +734,27 @@ class _LRU:
                 self._items.popitem(last=False)
 
 
+class SearchPageCache:
+    """Search pages by their arguments. A built catalog is read-only, so the same (query, mode, limit,
+    offset, where) always gives the same page; trials, budgets and models of one task repeat their
+    searches, and a repeat costs a dict lookup instead of two LanceDB queries (and, on Ray, three actor
+    calls). Callers get a fresh SearchPage (the hits themselves are immutable)."""
+
+    def __init__(self, size: int = SEARCH_CACHE_SIZE):
+        self._pages = _LRU(size)
+        self.hits = self.misses = 0
+
+    def get_or_search(self, key: tuple, search: Callable[[], SearchPage]) -> SearchPage:
+        page = self._pages.get(key)
+        if page is _MISSING:
+            self.misses += 1
+            page = search()
+            self._pages.put(key, page)
+        else:
+            self.hits += 1
+        return SearchPage(hits=list(page.hits), total=page.total)
+
+
 def _phrase_and_query(phrases: list[str], column: str):
     """AND of quoted phrases on one column: the original's FTS5 query."""
     from lancedb.query import BooleanQuery, Occur, PhraseQuery
@@ -798,6 +820,7 @@ class LanceCatalog:
         self.shards = shards
         self.mode = mode
         self._embedder = embedder
+        self._pages = SearchPageCache()
 
     @classmethod
     def open(cls, path: str | os.PathLike, *, mode: str = "hybrid", embedder=None) -> "LanceCatalog":
@@ -831,6 +854,10 @@ class LanceCatalog:
         mode, limit, offset = search_args(query, mode or self.mode, limit, offset)
         if mode is None:
             return SearchPage(hits=[], total=0)
+        return self._pages.get_or_search((query, mode, limit, offset, where),
+                                         lambda: self._search(query, mode, limit, offset, where))
+
+    def _search(self, query: str, mode: str, limit: int, offset: int, where: str | None) -> SearchPage:
         if mode == "hybrid":
             depth = max(HYBRID_DEPTH, offset + limit)
             return fuse(mode, self._hybrid_parts(query, depth, where), limit=limit, offset=offset, depth=depth)

@@ -37,7 +37,7 @@ import ray  # noqa: E402
 from ray.exceptions import GetTimeoutError, RayActorError  # noqa: E402
 
 from ecab.catalog.base import SearchHit, SearchPage  # noqa: E402
-from ecab.catalog.store import (HYBRID_DEPTH, MODES, ShardCandidates, batched_products, fuse,  # noqa: E402
+from ecab.catalog.store import (HYBRID_DEPTH, MODES, SearchPageCache, ShardCandidates, batched_products, fuse,  # noqa: E402
                                  search_args, shard_of)  # noqa: E402
 from ecab.schema import Product, Review  # noqa: E402
 
@@ -193,6 +193,7 @@ class RemoteCatalog:
         self._suspect: dict[int, float] = {}     # id(actor handle) -> avoid it until this time
         self._lock = threading.Lock()
         self.retried_calls = 0
+        self._pages = SearchPageCache()
 
     # -- calling actors, with retries ------------------------------------------------------------------
 
@@ -269,6 +270,10 @@ class RemoteCatalog:
         mode, limit, offset = search_args(query, mode or self.mode, limit, offset)
         if mode is None:
             return SearchPage(hits=[], total=0)
+        return self._pages.get_or_search((query, mode, limit, offset, where),
+                                         lambda: self._search(query, mode, limit, offset, where))
+
+    def _search(self, query: str, mode: str, limit: int, offset: int, where: str | None) -> SearchPage:
         shards = list(range(self.n_shards))
         if mode == "hybrid":
             depth = max(HYBRID_DEPTH, offset + limit)
