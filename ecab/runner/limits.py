@@ -140,7 +140,9 @@ class AimdWindow:
         """Account `count` outcomes. `in_flight`: calls in flight when they came back (this one included);
         a decrease starts from it when it is below the window (a window far above what is in use, like
         the 1024 a limiter starts at, would otherwise take many round trips of 429s to come down)."""
-        if latency_s:
+        if latency_s and outcome == OK:
+            # The round trip of a served call: a 429 comes back at once, and counting it would shrink
+            # "once per round trip" to once per few milliseconds.
             self._latency_ewma = 0.9 * self._latency_ewma + 0.1 * latency_s
         s = self.settings
         if outcome == OK:
@@ -372,7 +374,8 @@ class SyncedLimiter:
     def release(self, outcome: str = OK, retry_after: float | None = None, latency_s: float | None = None) -> None:
         self.local.release(outcome, retry_after, latency_s)
         self._counts[outcome] += 1
-        self._latency_s = latency_s or self._latency_s
+        if outcome == OK and latency_s:
+            self._latency_s = latency_s   # a served call's round trip (see AimdWindow.record)
         if outcome == THROTTLED:
             self._retry_after = max(self._retry_after, float(retry_after or 0.0))
             if self._wake is not None:
