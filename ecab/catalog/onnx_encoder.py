@@ -49,24 +49,38 @@ def onnx_wanted() -> bool:
     return os.environ.get("ECAB_QUERY_ENCODER", "onnx").strip().lower() != "torch"
 
 
+MULTI_THREAD_BATCH = 8   # batches at least this big run on every core (episodes started together search together)
+
+
 class OnnxQueryEncoder:
-    """Token ids -> last hidden state with ONNX Runtime, one intra-op thread (queries are tiny)."""
+    """Token ids -> last hidden state with ONNX Runtime: one intra-op thread for a few queries (a second
+    thread only adds synchronisation), all cores for a big batch of concurrent ones."""
 
     def __init__(self, model_path: Path):
+        self.path = model_path
+        self._session = self._open(1)
+        self._wide = None
+
+    def _open(self, threads: int):
         import onnxruntime as ort
 
         options = ort.SessionOptions()
-        options.intra_op_num_threads = 1
+        options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
-        self.path = model_path
-        self._session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+        return ort.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
 
     def hidden_states(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
         feeds = {"input_ids": input_ids.astype(np.int64, copy=False),
                  "attention_mask": attention_mask.astype(np.int64, copy=False)}
-        return self._session.run(None, feeds)[0]
+        session = self._session
+        cores = os.cpu_count() or 1
+        if len(input_ids) >= MULTI_THREAD_BATCH and cores > 1:
+            if self._wide is None:
+                self._wide = self._open(min(cores, 4))
+            session = self._wide
+        return session.run(None, feeds)[0]
 
 
 def mean_pool(hidden: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
