@@ -325,7 +325,7 @@ def test_queries_run_on_onnx_runtime_with_pytorch_vectors(embedder):
     together = embedder._encode_queries_locked(queries)
     assert np.abs(alone - exact).max() < 1e-5
     assert np.abs(together - alone).max() < 1e-6
-    many = [f"{q} {i}" for i, q in enumerate(queries * 3)]   # a batch big enough for the all-cores session
+    many = [f"{q} {i}" for i, q in enumerate(queries * 4)]   # a batch big enough for the all-cores session
     assert np.abs(embedder._encode_queries_locked(many)
                   - np.vstack([embedder._encode_queries_locked([q]) for q in many])).max() < 1e-6
 

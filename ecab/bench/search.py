@@ -9,8 +9,8 @@ through every engine. Queries are an entity phrase of a catalog product plus one
     python -m ecab.bench.search [--sizes 10000,100000] [--queries 200] [--threads 8] [--tasks default|FILE]
                                 [overrides...]
 
-Timings are cold for the query embedding: query texts are distinct and the embedder's query cache is cleared
-before each engine, so every timed query pays for its embedding.
+Timings are cold: query texts are distinct, and the catalog's search-page cache and the embedder's query cache
+are cleared before each measurement, so every timed query pays for its embedding and its LanceDB queries.
 
 `--tasks default` adds a task-recall table: the generated benchmark of the *configured* catalog (the default
 5k synthetic one; tasks are only meaningful on the catalog they were built on), one query per task (entity
@@ -218,7 +218,7 @@ def bench_size(cfg, size: int, n_queries: int, threads: int) -> None:
     catalog = ensure_catalog(catalog_cfg, Path(cfg.cache_dir), progress=True)
     lance_build = catalog.meta["build_seconds"] if cached else time.perf_counter() - started
     queries = make_queries(catalog, n_queries)
-    clear = catalog.embedder.clear_cache
+    clear = catalog.clear_caches   # cold: no cached page or query vector
     rows = [measure(f"lance {mode}", lance_runner(catalog, mode), queries, threads, clear) for mode in LANCE_MODES]
 
     with tempfile.TemporaryDirectory(prefix="ecab-bench-sqlite-") as tmp:

@@ -49,7 +49,7 @@ def onnx_wanted() -> bool:
     return os.environ.get("ECAB_QUERY_ENCODER", "onnx").strip().lower() != "torch"
 
 
-MULTI_THREAD_BATCH = 8   # batches at least this big run on every core (episodes started together search together)
+MULTI_THREAD_BATCH = 16  # batches at least this big run on every core (episodes started together search together)
 
 
 class OnnxQueryEncoder:

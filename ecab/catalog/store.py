@@ -744,6 +744,9 @@ class SearchPageCache:
         self._pages = _LRU(size)
         self.hits = self.misses = 0
 
+    def clear(self) -> None:
+        self._pages = _LRU(self._pages.size)
+
     def get_or_search(self, key: tuple, search: Callable[[], SearchPage]) -> SearchPage:
         page = self._pages.get(key)
         if page is _MISSING:
@@ -872,6 +875,12 @@ class LanceCatalog:
         vector = self.embedder.encode_query(query)
         nearest = [s.vector_leg(vector, depth, where) for s in self.shards]
         return [ShardCandidates(fts=f, vector=v) for f, v in zip(keyword.result(), nearest)]
+
+    def clear_caches(self) -> None:
+        """Forget cached search pages and query vectors (benchmarks time cold searches)."""
+        self._pages.clear()
+        if self._embedder is not None:
+            self._embedder.clear_cache()
 
     def get_product(self, product_id: str) -> Product | None:
         data = self._owner(product_id).product_data(product_id)
