@@ -60,6 +60,7 @@ class OnnxQueryEncoder:
         self.path = model_path
         self._session = self._open(1)
         self._wide = None
+        self._cores = os.cpu_count() or 1
 
     def _open(self, threads: int):
         import onnxruntime as ort
@@ -75,10 +76,9 @@ class OnnxQueryEncoder:
         feeds = {"input_ids": input_ids.astype(np.int64, copy=False),
                  "attention_mask": attention_mask.astype(np.int64, copy=False)}
         session = self._session
-        cores = os.cpu_count() or 1
-        if len(input_ids) >= MULTI_THREAD_BATCH and cores > 1:
+        if len(input_ids) >= MULTI_THREAD_BATCH and self._cores > 1:
             if self._wide is None:
-                self._wide = self._open(min(cores, 4))
+                self._wide = self._open(min(self._cores, 4))
             session = self._wide
         return session.run(None, feeds)[0]
 
@@ -209,11 +209,12 @@ class LightSentenceEncoder:
     """`encode(texts)` like `Embedder.encode` (L2-normalised float32 rows), from the exported graph and the
     model's tokenizer.json alone."""
 
-    model_name = "sentence-transformers/all-MiniLM-L6-v2"
-
     def __init__(self, graph: Path, model_dir: str | os.PathLike, max_tokens: int = 256, batch_size: int = 64):
         from tokenizers import Tokenizer
 
+        from ecab.catalog.embed import MODEL_NAME
+
+        self.model_name = MODEL_NAME
         self.encoder = OnnxQueryEncoder(graph)
         self.batch_size = batch_size
         self._tokenizer = Tokenizer.from_file(str(Path(model_dir) / "tokenizer.json"))
@@ -227,13 +228,15 @@ class LightSentenceEncoder:
         return ids, mask
 
     def encode(self, texts, batch_size: int | None = None, progress: bool = False) -> np.ndarray:
+        from ecab.catalog.embed import DIM
+
         texts = list(texts)
         if not texts:
-            return np.zeros((0, 384), dtype=np.float32)
+            return np.zeros((0, DIM), dtype=np.float32)
         size = batch_size or self.batch_size
         # Similar lengths together, so a batch pads little (the order of the result is the input's).
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        out = np.empty((len(texts), 384), dtype=np.float32)
+        out = np.empty((len(texts), DIM), dtype=np.float32)
         for start in range(0, len(order), size):
             chunk = order[start:start + size]
             ids, mask = self.features([texts[i] for i in chunk])

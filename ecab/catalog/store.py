@@ -747,11 +747,18 @@ class SearchPageCache:
     def clear(self) -> None:
         self._pages = _LRU(self._pages.size)
 
-    def get_or_search(self, key: tuple, search: Callable[[], SearchPage]) -> SearchPage:
+    def search(self, query: str, mode: str, limit: int, offset: int, where: str | None,
+               run: Callable[[str, str, int, int, str | None], SearchPage]) -> SearchPage:
+        """The catalog clients' `search`: normalize the arguments (search_args), then the cached page or
+        `run(query, mode, limit, offset, where)`."""
+        mode, limit, offset = search_args(query, mode, limit, offset)
+        if mode is None:
+            return SearchPage(hits=[], total=0)
+        key = (query, mode, limit, offset, where)
         page = self._pages.get(key)
         if page is _MISSING:
             self.misses += 1
-            page = search()
+            page = run(query, mode, limit, offset, where)
             self._pages.put(key, page)
         else:
             self.hits += 1
@@ -854,11 +861,7 @@ class LanceCatalog:
 
     def search(self, query: str, *, limit: int = 20, offset: int = 0, mode: str | None = None,
                where: str | None = None) -> SearchPage:
-        mode, limit, offset = search_args(query, mode or self.mode, limit, offset)
-        if mode is None:
-            return SearchPage(hits=[], total=0)
-        return self._pages.get_or_search((query, mode, limit, offset, where),
-                                         lambda: self._search(query, mode, limit, offset, where))
+        return self._pages.search(query, mode or self.mode, limit, offset, where, self._search)
 
     def _search(self, query: str, mode: str, limit: int, offset: int, where: str | None) -> SearchPage:
         if mode == "hybrid":

@@ -49,6 +49,19 @@ def _percent_axis(axis) -> None:
     axis.set_major_formatter(PercentFormatter(xmax=1.0, decimals=0))
 
 
+def _finish_share_chart(fig, ax, path: Path, *, top: float, ylabel: str, title: str,
+                        xlabel: str | None = None) -> Path:
+    """The common ending of a bar chart of shares: 0..top in percent, labels, title, light grid, saved."""
+    ax.set_ylim(0, top)
+    _percent_axis(ax.yaxis)
+    ax.set_ylabel(ylabel)
+    if xlabel:
+        ax.set_xlabel(xlabel)
+    ax.set_title(title)
+    ax.grid(axis="y", alpha=0.3)
+    return _save(fig, path)
+
+
 def _save(fig, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
@@ -96,13 +109,8 @@ def plot_satisfaction_by_source(summary: dict[str, Any], path: Path) -> Path:
     bars = ax.bar(names, values, yerr=err, capsize=5, color=[SOURCE_COLORS.get(s, "0.6") for s in names])
     _label_bars(ax, bars, values, [v + e for v, e in zip(values, err[1])])
     ax.set_xticks(range(len(names)), [f"{s}\n(n={groups[s]['count']} rubrics)" for s in names])
-    ax.set_ylim(0, 1.12)
-    _percent_axis(ax.yaxis)
-    ax.set_ylabel("Rubrics satisfied (%)")
-    ax.set_xlabel("Requirement source")
-    ax.set_title(title)
-    ax.grid(axis="y", alpha=0.3)
-    return _save(fig, path)
+    return _finish_share_chart(fig, ax, path, top=1.12, ylabel="Rubrics satisfied (%)", title=title,
+                               xlabel="Requirement source")
 
 
 def plot_accuracy_by_intent(summary: dict[str, Any], path: Path) -> Path:
@@ -174,13 +182,8 @@ def plot_first_ask_bins(summary: dict[str, Any], path: Path) -> Path:
         text = f"{v:.1%}\nn={r['scored']}" if r["scored"] else "n=0"
         ax.text(bar.get_x() + bar.get_width() / 2, v + 0.015, text, ha="center", va="bottom", fontsize=8)
     ax.set_xticks(range(len(rows)), [r["bin"].replace("never asked", "never\nasked") for r in rows])
-    ax.set_ylim(0, 1.2)
-    _percent_axis(ax.yaxis)
-    ax.set_xlabel("Position of the first ask_user in the episode (0 = first call, 1 = last call)")
-    ax.set_ylabel("Accuracy (%)")
-    ax.set_title(title)
-    ax.grid(axis="y", alpha=0.3)
-    return _save(fig, path)
+    return _finish_share_chart(fig, ax, path, top=1.2, ylabel="Accuracy (%)", title=title,
+                               xlabel="Position of the first ask_user in the episode (0 = first call, 1 = last call)")
 
 
 def render_run_plots(summary: dict[str, Any], out_dir: str | Path) -> list[Path]:
@@ -210,12 +213,8 @@ def plot_compare_accuracy(runs: Labeled, path: Path) -> Path:
     _label_bars(ax, bars, values, [v + e for v, e in zip(values, err[1])])
     ax.set_xticks(range(len(runs)), labels, rotation=20 if len(runs) > 4 else 0, ha="right" if len(runs) > 4
                   else "center")
-    ax.set_ylim(0, 1.12)
-    _percent_axis(ax.yaxis)
-    ax.set_ylabel("Accuracy (%)")
-    ax.set_title("Accuracy per run (95% bootstrap CI)")
-    ax.grid(axis="y", alpha=0.3)
-    return _save(fig, path)
+    return _finish_share_chart(fig, ax, path, top=1.12, ylabel="Accuracy (%)",
+                               title="Accuracy per run (95% bootstrap CI)")
 
 
 def plot_compare_sources(runs: Labeled, path: Path) -> Path:
@@ -233,13 +232,9 @@ def plot_compare_sources(runs: Labeled, path: Path) -> Path:
             ax.text(xi, top + 0.01, f"{v:.0%}", ha="center", va="bottom", fontsize=7)
     ax.set_xticks(range(len(runs)), [label for label, _ in runs], rotation=20 if len(runs) > 4 else 0,
                   ha="right" if len(runs) > 4 else "center")
-    ax.set_ylim(0, 1.15)
-    _percent_axis(ax.yaxis)
-    ax.set_ylabel("Rubrics satisfied (%)")
-    ax.set_title("Rubric satisfaction by requirement source (95% CI)")
     ax.legend(title="source", fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    ax.grid(axis="y", alpha=0.3)
-    return _save(fig, path)
+    return _finish_share_chart(fig, ax, path, top=1.15, ylabel="Rubrics satisfied (%)",
+                               title="Rubric satisfaction by requirement source (95% CI)")
 
 
 def plot_compare_intents(runs: Labeled, path: Path) -> Path:

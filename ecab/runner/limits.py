@@ -190,22 +190,10 @@ class AdaptiveLimiter:
         self._arrivals = itertools.count()
         self._pause_timer: asyncio.TimerHandle | None = None
 
-    # The window and the pause (monotonic time) live in the AIMD state; a SyncedLimiter also sets them.
+    # The window and the pause (monotonic time) live in the AIMD state (a SyncedLimiter sets them there).
     @property
     def window(self) -> float:
         return self.aimd.window
-
-    @window.setter
-    def window(self, value: float) -> None:
-        self.aimd.window = value
-
-    @property
-    def paused_until(self) -> float:
-        return self.aimd.paused_until
-
-    @paused_until.setter
-    def paused_until(self, value: float) -> None:
-        self.aimd.paused_until = value
 
     @property
     def stats(self) -> LimiterStats:
@@ -396,9 +384,9 @@ class SyncedLimiter:
         retry_after, self._retry_after = self._retry_after, 0.0
         reply = await self.actor.report.remote(self.worker_id, counts, retry_after or None, self._latency_s,
                                                self.local.in_flight)
-        self.local.window = max(1.0, float(reply["window"]))
-        now_wall, now = time.time(), time.monotonic()
         aimd = self.local.aimd
+        aimd.window = max(1.0, float(reply["window"]))
+        now_wall, now = time.time(), time.monotonic()
         aimd.paused_until = max(aimd.paused_until, now + float(reply["paused_until"]) - now_wall)
         aimd.new_calls_until = max(aimd.new_calls_until, now + float(reply["new_calls_until"]) - now_wall)
         self.local.wake()

@@ -267,11 +267,7 @@ class RemoteCatalog:
 
     def search(self, query: str, *, limit: int = 20, offset: int = 0, mode: str | None = None,
                where: str | None = None) -> SearchPage:
-        mode, limit, offset = search_args(query, mode or self.mode, limit, offset)
-        if mode is None:
-            return SearchPage(hits=[], total=0)
-        return self._pages.get_or_search((query, mode, limit, offset, where),
-                                         lambda: self._search(query, mode, limit, offset, where))
+        return self._pages.search(query, mode or self.mode, limit, offset, where, self._search)
 
     def _search(self, query: str, mode: str, limit: int, offset: int, where: str | None) -> SearchPage:
         shards = list(range(self.n_shards))
