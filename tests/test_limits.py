@@ -4,7 +4,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from ecab.runner.limits import NEW_CALL_GRACE, THROTTLED, AdaptiveLimiter, LimiterSettings
+from ecab.runner.limits import NEW_CALL_GRACE, OK, THROTTLED, AdaptiveLimiter, AimdWindow, LimiterSettings
 
 
 def test_a_freed_slot_goes_to_a_retry_before_earlier_new_calls():
@@ -113,3 +113,63 @@ def test_a_paced_429_waits_in_the_limiter_not_in_tenacity_and_is_logged_with_its
     elapsed, log = asyncio.run(scenario())
     assert elapsed < 0.1
     assert [(e["status"], e["wait_s"]) for e in log.entries] == [(429, 0.3)]
+
+
+def _serve(window: AimdWindow, rate: float, latency: float, start: float, seconds: float) -> float:
+    """Feed `window` the successes of an endpoint admitting `rate` calls per second, each taking `latency`."""
+    step = 1.0 / rate
+    t = start
+    while t < start + seconds:
+        window.record(OK, None, latency, t + latency)
+        t += step
+    return start + seconds + latency
+
+
+def test_a_429_never_cuts_the_window_below_what_the_endpoint_was_serving():
+    # An RPM limit admitting 128 calls/s at a 1 s round trip keeps 128 calls in flight (Little's law).
+    # Plain AIMD would cut to 0.7 x in use (here 100 -> 70); the served window keeps it at ~128.
+    limited = AimdWindow(LimiterSettings(max_concurrency=1024, decrease=0.7, initial=140))
+    now = _serve(limited, rate=128, latency=1.0, start=0.0, seconds=3.0)
+    limited.record(THROTTLED, 0.01, None, now, in_flight=100)
+    assert 120 <= limited.window <= 136
+    # An endpoint that serves 10 calls per round trip (a concurrency cap) settles at 10, not at 0.7 x 40.
+    capped = AimdWindow(LimiterSettings(max_concurrency=1024, decrease=0.7, initial=40))
+    now = _serve(capped, rate=10, latency=1.0, start=0.0, seconds=3.0)
+    capped.record(THROTTLED, None, None, now, in_flight=40)
+    assert 28 <= capped.window <= 29            # 0.7 x 40 is above what it served: the plain decrease
+    now = _serve(capped, rate=10, latency=1.0, start=3.0, seconds=2.0)
+    capped.record(THROTTLED, None, None, now, in_flight=12)
+    assert 9 <= capped.window <= 11             # 0.7 x 12 = 8.4 is below it: the served 10
+    # Before any call has come back there is nothing to go by: the plain decrease.
+    fresh = AimdWindow(LimiterSettings(max_concurrency=1024, decrease=0.5))
+    fresh.record(THROTTLED, None, None, 0.0, in_flight=256)
+    assert fresh.window == 128
+    # ...but that blind cut is undone once the calls of the first round trip come back: 200 were served.
+    _serve(fresh, rate=200, latency=1.0, start=0.0, seconds=1.0)
+    assert 190 <= fresh.window <= 210
+
+
+def test_after_a_429_call_starts_are_spread_over_the_round_trip():
+    """Retries woken together would meet one refilled token each time (AimdWindow.pace_interval)."""
+    async def starts(limiter: AdaptiveLimiter, n: int) -> list[float]:
+        times = []
+        for _ in range(n):
+            await limiter.acquire()
+            times.append(time.monotonic())
+        return times
+
+    async def scenario():
+        unthrottled = AdaptiveLimiter(LimiterSettings(max_concurrency=20))
+        free = await starts(unthrottled, 4)
+        throttled = AdaptiveLimiter(LimiterSettings(max_concurrency=20, decrease=0.5))
+        for _ in range(20):
+            await throttled.acquire()
+        throttled.release(THROTTLED)            # window 0.5 x 20 = 10: starts 1 s / 10 apart
+        for _ in range(19):
+            throttled.release("failed")
+        return free, await starts(throttled, 4)
+
+    free, paced = asyncio.run(scenario())
+    assert free[-1] - free[0] < 0.05
+    gaps = [b - a for a, b in zip(paced, paced[1:])]
+    assert all(0.08 <= gap <= 0.2 for gap in gaps), gaps

@@ -198,6 +198,34 @@ def test_wall_clock_limit_ends_the_episode_as_infra_error(tasks, catalog):
     assert traj.termination == "infra_error" and "wall-clock" in traj.error
 
 
+@pytest.mark.parametrize("http_client", ["aiohttp", "httpx"])
+def test_both_http_clients_run_the_episode_the_heuristic_runs(http_client, tasks, catalog, heuristic_runs):
+    with SimServer({}) as sim:
+        [traj] = run_llm(tasks[:1], catalog, sim.base_url, model_cfg(http_client=http_client))
+    assert executed_calls(traj) == executed_calls(heuristic_runs[tasks[0].id])
+
+
+def test_an_unknown_http_client_is_one_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="http_client must be one of aiohttp, httpx, got 'curl'"):
+        LLMSettings.from_cfg(model_cfg(http_client="curl"))
+    proc = subprocess.run([sys.executable, "-m", "ecab.run", "model=sim", "model.http_client=curl",
+                           f"run.dir={tmp_path / 'runs'}"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "model.http_client must be one of aiohttp, httpx, got 'curl'" in proc.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_an_endpoint_that_refuses_connections_is_infra_error_naming_the_refusal(tasks, catalog):
+    """The aiohttp transport reports a refused connection as a timeout; the error keeps the real cause."""
+    import socket
+
+    with socket.socket() as probe:          # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    [traj] = run_llm(tasks[:1], catalog, f"http://127.0.0.1:{port}/v1", model_cfg(max_attempts=2))
+    assert traj.termination == "infra_error" and "gave up after 2 attempt(s)" in traj.error
+    assert "ConnectionRefusedError" in traj.error and str(port) in traj.error
+
+
 def test_request_shape_follows_the_model_config():
     agent = OpenAIAgent(model_cfg(max_output_tokens=2048, reasoning_effort="medium",
                                   extra_body={"reasoning": {"max_tokens": 2048}}), api_key="k")

@@ -138,8 +138,22 @@ def describe_error(exc: BaseException) -> str:
     """A short, secret-free description: class, status and the server's message (never headers)."""
     status = status_of(exc)
     message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    if isinstance(exc, openai.APIConnectionError):
+        # The SDK says only "Connection error." or "Request timed out."; the transport's own error says
+        # which host refused or stalled (and the aiohttp transport reports a refused connection as a timeout).
+        root = _root_cause(exc)
+        if root is not exc and str(root):
+            message = f"{message} ({type(root).__name__}: {root})"
     message = " ".join(str(message).split())[:300]
     return f"{type(exc).__name__}{f' {status}' if status else ''}: {message}"
+
+
+def _root_cause(exc: BaseException) -> BaseException:
+    seen = {id(exc)}
+    while (cause := exc.__cause__ or exc.__context__) is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        exc = cause
+    return exc
 
 
 @dataclass

@@ -5,10 +5,18 @@ fixed latency L (1 s by default) and runs the `sim` model (the real openai clien
 limiter) on the cached default catalog, at concurrency C in {64, 256, 1024}, with both runners in one run:
 
 - achieved episodes/s in steady state (all C slots busy) vs the ideal C / (steps x L), where steps is the
-  measured mean number of LLM turns per episode;
-- under rate limiting (the simulator's RPM bucket below the demand): the request rate the limiter achieved
-  vs the RPM limit, and the number of failed episodes (targets: >= 90% of the limit, 0 failed);
+  measured mean number of LLM turns per episode, and where a step's time went (the LLM call, limiter
+  waits included; the tool) with the share of search pages served from the page cache;
+- under rate limiting (the simulator's RPM bucket below the demand): the rate of requests the endpoint
+  admitted, from the first request until fewer than C episodes were left (while demand exceeded the
+  limit), vs the RPM limit; the whole run's served rate (with the ramp-down) beside it; the 429s; and the
+  number of failed episodes (targets: >= 90% of the limit, 0 failed);
 - peak memory per episode in flight (resident memory growth of the processes running episodes / C).
+
+Every case starts with cold catalog caches (runner=ray's actors are new for each case; runner=local's
+catalog has its caches cleared), so no case is helped by the one before it. The default catalog has 200
+tasks and a case runs 3 x C episodes, so at C=256 each task runs about four times and its repeated
+searches come from the page cache, as the trials, budgets and models of a sweep do.
 
 Targets (issue 6): >= 90% of ideal at C=256; >= 90% of the RPM limit with 0 failed episodes. On a small
 machine the CPU (the simulator, the catalog and the agents share it) is what caps the larger C.
@@ -35,10 +43,31 @@ def rss_mb() -> float:
         return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def peak_rss_mb() -> float:
-    import resource
+class PeakRss:
+    """This process's resident memory peak while the block runs, sampled every 50 ms (the kernel's own peak,
+    ru_maxrss, is the whole process lifetime's, so it says nothing about a case that follows a bigger one)."""
 
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    def __enter__(self) -> "PeakRss":
+        import threading
+
+        self.base = self.peak = rss_mb()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.05):
+            self.peak = max(self.peak, rss_mb())
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, rss_mb())
+
+    @property
+    def growth_mb(self) -> float:
+        return max(0.0, self.peak - self.base)
 
 
 def steady_rate(finish_times: list[float], concurrency: int) -> float:
@@ -51,6 +80,24 @@ def steady_rate(finish_times: list[float], concurrency: int) -> float:
     if end < 1 or times[end] <= times[0]:
         return 0.0
     return end / (times[end] - times[0])
+
+
+def steady_end(finish_times: list[float], concurrency: int) -> float:
+    """When fewer than C units were left (see steady_rate)."""
+    times = sorted(finish_times)
+    return times[max(0, len(times) - concurrency - 1)] if times else 0.0
+
+
+def admitted_rate(admitted_per_ds: dict, until: float) -> float:
+    """Requests the endpoint admitted per second, from its first admission until `until` (wall time): the
+    stretch in which every episode slot was busy, so demand stood above any rate limit below C / L."""
+    bins = {int(k): int(v) for k, v in admitted_per_ds.items()}
+    if not bins:
+        return 0.0
+    first, last = min(bins), int(until * 10)
+    if last <= first:
+        return 0.0
+    return sum(n for ds, n in bins.items() if first <= ds < last) / ((last - first) / 10)
 
 
 def sim_model_cfg(base_url: str, concurrency: int) -> dict:
@@ -113,13 +160,15 @@ def run_case(setup: Setup, runner: str, concurrency: int, latency_s: float, budg
 
             reset_limiters()
             set_default_settings(limits)
-            base = rss_mb()
-            trajs = asyncio.run(run_units(units, tasks, setup.catalog, model, settings, folder,
-                                          concurrency=concurrency, progress=False,
-                                          tool_options={"search_mode": setup.cfg.tools.search},
-                                          on_done=lambda t: finish.append(time.monotonic())))
+            setup.catalog.clear_caches()   # every case starts cold, as runner=ray's fresh actors do
+            with PeakRss() as memory:
+                trajs = asyncio.run(run_units(units, tasks, setup.catalog, model, settings, folder,
+                                              concurrency=concurrency, progress=False,
+                                              tool_options={"search_mode": setup.cfg.tools.search},
+                                              on_done=lambda t: finish.append(time.time())))
             limiter = next(iter(installed_limiters().values())).describe()
-            memory_mb = max(0.0, peak_rss_mb() - base)
+            search_cache = setup.catalog.search_cache_stats()
+            memory_mb = memory.growth_mb
         else:
             from dataclasses import asdict
 
@@ -131,18 +180,28 @@ def run_case(setup: Setup, runner: str, concurrency: int, latency_s: float, budg
             stats = run_units_on_ray(units, tasks, Path(setup.catalog.path).resolve(), setup.catalog.meta, spec,
                                      RayOptions(workers=workers, concurrency=concurrency), progress=False,
                                      replicas=replicas,
-                                     on_done=lambda runner, result, n: finish.append(time.monotonic()))
+                                     on_done=lambda runner, result, n: finish.append(time.time()))
             limiter = next(iter(stats["limiters"].values()), {})
+            search_cache = stats["search_cache"]
             memory_mb = sum(max(0.0, m["rss_peak_mb"] - m["rss_start_mb"]) for m in stats["worker_memory_mb"])
             trajs = list(folder.latest_trajectories().values())
         wall = time.monotonic() - started
     failed = sum(1 for t in trajs if t.termination in ("infra_error", "agent_error"))
     steps = sum(len(t.steps) for t in trajs) / max(1, len(trajs))
+    n_steps = max(1, sum(len(t.steps) for t in trajs))
+    llm_s = sum(s.agent_latency_s or 0.0 for t in trajs for s in t.steps) / n_steps
+    tool_s = sum(s.tool_latency_s or 0.0 for t in trajs for s in t.steps) / n_steps
+    wall_s = sum(t.wall_s or 0.0 for t in trajs) / n_steps
     rate = steady_rate(finish, concurrency)
     ideal = concurrency / (steps * latency_s) if steps else 0.0
     return {"runner": runner, "C": concurrency, "episodes": len(trajs), "failed": failed, "steps": steps,
             "eps_per_s": rate, "ideal_eps_per_s": ideal, "wall_s": wall, "limiter": limiter,
-            "rpm_limit": rpm, "memory_per_episode_mb": memory_mb / concurrency}
+            "rpm_limit": rpm, "admitted_per_s": admitted_rate(sim.stats.get("admitted_per_ds", {}),
+                                                              steady_end(finish, concurrency)),
+            "memory_per_episode_mb": memory_mb / concurrency,
+            "search_hit_rate": search_cache.get("hits", 0) / max(1, sum(search_cache.values())),
+            # where a step's time goes: the LLM call (limiter wait included), the tool, and the rest
+            "step_s": {"llm": llm_s, "tool": tool_s, "other": max(0.0, wall_s - llm_s - tool_s)}}
 
 
 def print_throughput(row: dict) -> None:
@@ -150,13 +209,18 @@ def print_throughput(row: dict) -> None:
     print(f"{row['runner']:>5}  C={row['C']:<5} {row['eps_per_s']:7.2f} ep/s vs ideal {row['ideal_eps_per_s']:7.2f} "
           f"({100 * share:5.1f}%)  steps {row['steps']:.1f}  failed {row['failed']}/{row['episodes']}  "
           f"memory {row['memory_per_episode_mb']:.2f} MB/episode  ({row['wall_s']:.0f} s)", flush=True)
+    split = row["step_s"]
+    print(f"{'':>5}  per step: LLM call {split['llm']:.3f} s, tool {split['tool']:.3f} s, "
+          f"other {split['other']:.3f} s; search pages from cache {100 * row['search_hit_rate']:.0f}%",
+          flush=True)
 
 
 def print_rate_limited(row: dict) -> None:
     limit = row["rpm_limit"] / 60.0
-    achieved = row["limiter"].get("ok_per_s", 0.0)
-    print(f"{row['runner']:>5}  C={row['C']:<5} limiter {achieved:7.2f} req/s vs RPM limit {limit:7.2f} req/s "
-          f"({100 * achieved / limit:5.1f}%)  429s {row['limiter'].get('throttled', 0)}  "
+    achieved, whole_run = row["admitted_per_s"], row["limiter"].get("ok_per_s", 0.0)
+    print(f"{row['runner']:>5}  C={row['C']:<5} admitted {achieved:7.2f} req/s vs RPM limit {limit:7.2f} req/s "
+          f"({100 * achieved / limit:5.1f}%; whole run with the ramp-down {whole_run:.1f} req/s)  "
+          f"429s {row['limiter'].get('throttled', 0)}  "
           f"window now {row['limiter'].get('window', 0):.0f} (min {row['limiter'].get('min_window', 0):.0f})  "
           f"failed {row['failed']}/{row['episodes']}", flush=True)
 

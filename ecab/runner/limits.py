@@ -31,6 +31,9 @@ OK, THROTTLED, FAILED = "ok", "throttled", "failed"
 NEW_CALL_GRACE = 0.25   # new calls resume this fraction of Retry-After after the retries (see AimdWindow)
 SYNC_INTERVAL_S = 0.1   # how often a Ray worker's SyncedLimiter reports to the endpoint's limiter actor
 ACTIVE_WORKER_S = 2.0   # workers that reported this recently share the window
+SERVED_RATE_HORIZON_S = 2.0   # the served rate is measured over this long (at least two round trips)
+STALL_ROUND_TRIPS = 4         # with no call served since the last decrease, decrease again after this long
+PACE_ROUND_TRIPS = 3          # after a 429, call starts are spread over the round trip for this many of them
 
 
 @dataclass
@@ -124,7 +127,17 @@ async def slot(limiter: Limiter, retry: bool = False, since: float | None = None
 class AimdWindow:
     """The window arithmetic, shared by the in-process limiter and the Ray limiter actor: additive increase
     per success, multiplicative decrease on a 429 (once per round trip), and the Retry-After pause.
-    `now` is whatever clock the owner uses (monotonic in a process, wall time across Ray nodes)."""
+    `now` is whatever clock the owner uses (monotonic in a process, wall time across Ray nodes).
+
+    The window never stays below what the endpoint has just been serving, and on a 429 it becomes the
+    larger of `decrease` x the calls in use and that: calls admitted per second (counted at their start,
+    known once they come back) times the round trip (Little's law; BBR's bandwidth-delay product). Hosted
+    APIs limit requests per minute, not calls in flight, and a throttled call is retried after Retry-After
+    anyway, so under such a limit the window that keeps the quota used is rate x latency. Plain AIMD cut it to 0.7 of that, twice at start-up
+    before any call had come back, and then needed tens of seconds of +1 per round trip to climb back
+    (measured on Ray: 64 calls in flight against a limit that served 128). An endpoint that limits calls
+    in flight serves N calls per round trip, so there the window settles at N: still right.
+    """
 
     def __init__(self, settings: LimiterSettings):
         self.settings = s = settings
@@ -132,8 +145,55 @@ class AimdWindow:
         self.paused_until = 0.0           # no call starts before this (Retry-After)
         self.new_calls_until = 0.0        # no new (not retried) call starts before this
         self._last_decrease = float("-inf")
+        self._latest_served_start = float("-inf")   # when the most recently started served call started
+        self.throttled_at = float("-inf")            # the last 429
         self._latency_ewma = 1.0
+        self._served: collections.deque[tuple[float, int]] = collections.deque()   # (started, OK count)
+        self._served_in_horizon = 0
+        self._first_served_at: float | None = None
         self.stats = LimiterStats(window=self.window, min_window=self.window)
+
+    def _note_served(self, started: float, count: int) -> None:
+        if self._first_served_at is None or started < self._first_served_at:
+            self._first_served_at = started
+        self._served.append((started, count))
+        self._served_in_horizon += count
+
+    def pace_interval(self, now: float) -> float:
+        """Seconds between call starts: for PACE_ROUND_TRIPS round trips after a 429, the window's calls
+        start evenly over a round trip (else 0: no pacing).
+
+        A token bucket that answers 429 refills one request per 1/rate and says so in Retry-After; every
+        throttled call retrying at that moment meets a single token, so unpaced most of them are throttled
+        again (measured: two 429s per served call at twice the demand). The pace comes from the window, not
+        from a measured rate: a rate measured over a few returns can be arbitrarily low."""
+        if now - self.throttled_at > PACE_ROUND_TRIPS * self._latency_ewma:
+            return 0.0
+        return self._latency_ewma / max(self.window, 1.0)
+
+    def served_window(self, now: float) -> float:
+        """Calls in flight the endpoint has just been serving: the rate of calls it admitted (and served)
+        over the last horizon, times the round trip; 0 before any call has come back."""
+        horizon = max(SERVED_RATE_HORIZON_S, 2 * self._latency_ewma)
+        while self._served and self._served[0][0] <= now - horizon:
+            self._served_in_horizon -= self._served.popleft()[1]
+        if self._first_served_at is None:
+            return 0.0
+        # Calls that started in the last round trip have mostly not come back: the starts counted cover the
+        # horizon minus one round trip (and at least one round trip, right after the first calls return).
+        rtt = self._latency_ewma
+        span = max(rtt, min(horizon, now - self._first_served_at) - rtt)
+        return self._served_in_horizon / span * rtt
+
+    def _may_decrease(self, now: float, retry_after: float | None) -> bool:
+        """One decrease per congestion episode (TCP's rule: one reduction per window of data): 429s are news
+        only once a call started after the last decrease has been served, so the window it set has been
+        tried. A burst of 429s from one overload is one signal, not fifty; and at start-up a second cut
+        does not land before the first calls' successes are known (on Ray they arrive up to a sync
+        later). If nothing is served at all, the window shrinks again every few round trips."""
+        if self._latest_served_start > self._last_decrease:
+            return True
+        return now - self._last_decrease >= STALL_ROUND_TRIPS * max(self._latency_ewma, retry_after or 0.0)
 
     def record(self, outcome: str, retry_after: float | None, latency_s: float | None, now: float,
                count: int = 1, in_flight: int | None = None) -> None:
@@ -147,14 +207,21 @@ class AimdWindow:
         s = self.settings
         if outcome == OK:
             self.stats.ok += count
+            started = now - (latency_s if latency_s is not None else self._latency_ewma)
+            self._latest_served_start = max(self._latest_served_start, started)
+            self._note_served(started, count)
             for _ in range(count):
                 self.window = min(float(s.max_concurrency), self.window + s.increase / max(self.window, 1.0))
+            # Never below what the endpoint has just served: undoes a cut made before anything had come
+            # back (at start-up, and on Ray, where the first cut sees only one worker's calls).
+            self.window = max(self.window, min(float(s.max_concurrency), self.served_window(now)))
         elif outcome == THROTTLED:
             self.stats.throttled += count
-            # One decrease per round trip: a burst of 429s from one overload is one signal, not fifty.
-            if now - self._last_decrease >= max(self._latency_ewma, retry_after or 0.0):
+            self.throttled_at = now
+            if self._may_decrease(now, retry_after):
                 used = self.window if in_flight is None else min(self.window, float(max(in_flight, 1)))
-                self.window = max(float(s.min_concurrency), used * s.decrease)
+                served = min(float(s.max_concurrency), self.served_window(now))
+                self.window = max(float(s.min_concurrency), used * s.decrease, served)
                 self._last_decrease = now
             if retry_after:
                 wait = min(float(retry_after), s.max_retry_after_s)
@@ -189,6 +256,7 @@ class AdaptiveLimiter:
         self._retries: list[tuple[float, int, asyncio.Future]] = []
         self._arrivals = itertools.count()
         self._pause_timer: asyncio.TimerHandle | None = None
+        self._next_start_at = 0.0   # paced after a 429 (AimdWindow.pace_interval)
 
     # The window and the pause (monotonic time) live in the AIMD state (a SyncedLimiter sets them there).
     @property
@@ -207,10 +275,17 @@ class AdaptiveLimiter:
         # that the throttled calls, retrying after exactly Retry-After, go first.
         return self.aimd.paused_until if retry else self.aimd.new_calls_until
 
+    def _resume_at(self, retry: bool) -> float:
+        return max(self._pause_end(retry), self._next_start_at)
+
     def _can_start(self, retry: bool = False) -> bool:
-        return self.in_flight < int(self.window) and time.monotonic() >= self._pause_end(retry)
+        return self.in_flight < int(self.window) and time.monotonic() >= self._resume_at(retry)
 
     def _take(self) -> None:
+        now = time.monotonic()
+        interval = self.aimd.pace_interval(now)
+        if interval:
+            self._next_start_at = max(now, self._next_start_at) + interval
         self.in_flight += 1
         self.stats.peak_in_flight = max(self.stats.peak_in_flight, self.in_flight)
 
@@ -259,7 +334,7 @@ class AdaptiveLimiter:
         retry = self._next_is_retry()
         if retry is None:
             return
-        resume_at = self._pause_end(retry)
+        resume_at = self._resume_at(retry)
         if resume_at <= time.monotonic():
             return
         timer = self._pause_timer

@@ -52,10 +52,13 @@ async def run_unit(unit: Unit, task: Task, catalog, model_cfg: Any, settings: Ep
     return traj
 
 
-def widen_thread_pool(concurrency: int) -> None:
-    """Catalog calls run in the loop's default executor (asyncio.to_thread); its default size
-    (cpu count + 4) would cap the episodes that can wait on the catalog at once."""
+def widen_thread_pool(concurrency: int, catalog=None) -> None:
+    """Catalog calls run in the loop's default executor (asyncio.to_thread). A catalog whose calls wait on
+    another process (Ray's RemoteCatalog) needs a thread per episode that may be waiting, up to 256; one
+    whose calls are CPU work in this process says how many threads it can use (`call_threads`)."""
     workers = max(8, min(256, concurrency))
+    if getattr(catalog, "call_threads", None):
+        workers = min(workers, int(catalog.call_threads))
     asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(workers, thread_name_prefix="ecab-tool"))
 
 
@@ -66,7 +69,7 @@ async def run_units(units: list[Unit], tasks: dict[str, Task], catalog, model_cf
                     on_done: Callable[[Trajectory], None] | None = None) -> list[Trajectory]:
     """Run the units, appending each finished trajectory to the run folder; returns them in unit order."""
     gate = asyncio.Semaphore(max(1, concurrency))
-    widen_thread_pool(concurrency)
+    widen_thread_pool(concurrency, catalog)
     bar = tqdm(total=len(units), desc="episodes", unit="ep", disable=not progress, dynamic_ncols=True)
 
     async def one(unit: Unit) -> Trajectory:

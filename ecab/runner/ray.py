@@ -265,6 +265,9 @@ class RemoteCatalog:
     def count(self) -> int:
         return int(self.meta["counts"]["products"])
 
+    def search_cache_stats(self) -> dict[str, int]:
+        return self._pages.stats()
+
     def search(self, query: str, *, limit: int = 20, offset: int = 0, mode: str | None = None,
                where: str | None = None) -> SearchPage:
         return self._pages.search(query, mode or self.mode, limit, offset, where, self._search)
@@ -397,6 +400,7 @@ class EpisodeWorkerService:
         for limiter in self.limiters.values():   # report the last outcomes before the driver reads the actors
             await limiter.flush()
         return {"catalog_retried_calls": self.catalog.retried_calls, "finished": self.finished,
+                "search_cache": self.catalog.search_cache_stats(),
                 "rss_start_mb": self.rss_start_mb,
                 "rss_peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
@@ -519,7 +523,7 @@ class RayRunner:
             self.workers[index] = replacement
 
     def stats(self) -> dict:
-        retried_calls, memory = 0, []
+        retried_calls, memory, search_cache = 0, [], Counter()
         for worker in self.workers:
             if worker.alive:
                 try:
@@ -527,6 +531,7 @@ class RayRunner:
                 except (RayActorError, GetTimeoutError):
                     continue
                 retried_calls += worker_stats["catalog_retried_calls"]
+                search_cache.update(worker_stats["search_cache"])
                 memory.append({k: round(worker_stats[k], 1) for k in ("rss_start_mb", "rss_peak_mb")})
         limiters = {}
         for key, handle in self.limiters.items():
@@ -537,7 +542,7 @@ class RayRunner:
                 "infra_reruns": self.counts["infra_reruns"], "worker_deaths": self.counts["worker_deaths"],
                 "worker_restarts": self.counts["worker_restarts"],
                 "catalog_actor_restarts": self.pool.restarts(), "catalog_retried_calls": retried_calls,
-                "worker_memory_mb": memory,
+                "worker_memory_mb": memory, "search_cache": dict(search_cache),
                 "limiters": limiters}
 
     def shutdown(self) -> None:
