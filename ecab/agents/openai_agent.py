@@ -15,8 +15,8 @@ re-run at episode level). Errors a retry cannot fix (401, 403, 404 model not fou
 context length) raise AgentError. A 429 insufficient_quota is an InfraError without retries: not the
 model's fault, but waiting does not help. The API key never appears in messages, traces or errors.
 
-One AsyncOpenAI client per (base_url, key) per event loop is shared by every episode (connection
-pooling). Each HTTP attempt holds a slot of two gates: a semaphore per (endpoint, model) per loop, the
+One AsyncOpenAI client per (base_url, key, http_client) per event loop is shared by every episode
+(connection pooling; the SDK's aiohttp transport by default, see `http_client`). Each HTTP attempt holds a slot of two gates: a semaphore per (endpoint, model) per loop, the
 hard cap `model.concurrency`, and the runner's adaptive per-endpoint limiter (runner/limits.py: shrinks
 on 429, pauses for Retry-After). A call that is backing off between attempts holds neither.
 """
