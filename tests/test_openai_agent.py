@@ -278,7 +278,7 @@ def test_the_request_on_the_wire_is_the_built_request_with_extra_body_merged():
             await runner.cleanup()
 
     response = asyncio.run(scenario())
-    assert response.choices[0].message.content == "ok" and response.usage.total_tokens == 4
+    assert response["choices"][0]["message"]["content"] == "ok" and response["usage"]["total_tokens"] == 4
     expected = {k: v for k, v in request.items() if k not in ("timeout", "extra_body")}
     assert seen == [{**expected, "reasoning": {"max_tokens": 2048}}]
 
@@ -378,3 +378,36 @@ def test_end_to_end_run_with_model_sim(tmp_path):
         if path.is_file():
             assert FAKE_KEY.encode() not in path.read_bytes(), path
     assert FAKE_KEY not in proc.stdout + proc.stderr
+
+
+def test_a_reply_without_choices_is_retried_and_the_next_one_is_used():
+    """The reply is read as plain JSON (cast_to=object): a body that is not a completion is a transient
+    error, retried, never a crash."""
+    from aiohttp import web
+
+    good = {"id": "c1", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "ok"}}],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
+    replies = [["not", "a", "completion"], {"choices": []}, {"choices": ["x"]}, good]
+
+    async def handle(request):
+        return web.json_response(replies.pop(0))
+
+    async def scenario():
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", handle)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        url = f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
+        try:
+            return await OpenAIAgent(model_cfg(backoff_base_s=0.0), base_url=url, api_key="k").act(
+                [{"role": "user", "content": "hi"}], [])
+        finally:
+            await runner.cleanup()
+
+    turn = asyncio.run(scenario())
+    assert turn.message["content"] == "ok" and turn.retries == 3 and turn.input_tokens == 3
+    assert [e["error"] for e in turn.reasoning_trace if e["type"] == "retry"] == \
+        ["TransientResponseError: the endpoint returned no choices"] * 3

@@ -200,3 +200,19 @@ def test_workers_share_one_endpoint_window_through_the_limiter_actor(ray_cluster
     stats = ray.get(actor.stats.remote())
     # The endpoint window itself stays at the 2 calls the endpoint had just served (AimdWindow.served_window).
     assert stats["ok"] == 3 and stats["throttled"] == 1 and stats["min_window"] == 2.0
+
+
+def test_a_tasks_units_go_to_one_worker_and_an_idle_worker_takes_from_the_longest_queue():
+    from ecab.runner.ray import TaskAffineQueue
+
+    units = [{"task_id": f"t{t}", "trial": k} for k in range(3) for t in range(8)]
+    queue = TaskAffineQueue(units, 2)
+    homes = {u["task_id"]: queue.home(u) for u in units}
+    assert set(homes.values()) == {0, 1}
+    taken = [queue.pop_for(0) for _ in range(sum(1 for u in units if homes[u["task_id"]] == 0))]
+    assert {homes[u["task_id"]] for u in taken} == {0}          # its own tasks first, in order
+    assert [u["trial"] for u in taken if u["task_id"] == taken[0]["task_id"]] == [0, 1, 2]
+    stolen = queue.pop_for(0)                                   # nothing of its own left: steals
+    assert homes[stolen["task_id"]] == 1 and len(queue) == len(units) - len(taken) - 1
+    queue.push(stolen, front=True)                              # a lost unit goes back to the front
+    assert queue.pop_for(1) == stolen

@@ -28,6 +28,7 @@ import json  # noqa: E402
 import math  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
+import zlib  # noqa: E402
 from collections import Counter, deque  # noqa: E402
 from dataclasses import asdict, dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -437,6 +438,36 @@ class _Worker:
     alive: bool = True
 
 
+class TaskAffineQueue:
+    """The driver's pending units, one queue per worker slot. A task's units (its trials, and in a budget
+    study its budgets) go to the same worker, whose search-page cache then serves the task's repeated
+    searches: with units dealt round-robin, two workers each searched everything once (measured at C=256:
+    50% of pages from the cache instead of 74%, and the catalog actor was the bottleneck). A worker with
+    nothing of its own left takes from the longest other queue, so no worker idles while units wait."""
+
+    def __init__(self, units: list[dict], slots: int):
+        self.queues: list[deque] = [deque() for _ in range(max(1, slots))]
+        self.size = 0
+        for unit in units:
+            self.push(unit)
+
+    def home(self, unit: dict) -> int:
+        return zlib.crc32(str(unit["task_id"]).encode()) % len(self.queues)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def push(self, unit: dict, *, front: bool = False) -> None:
+        queue = self.queues[self.home(unit)]
+        queue.appendleft(unit) if front else queue.append(unit)
+        self.size += 1
+
+    def pop_for(self, slot: int) -> dict:
+        queue = self.queues[slot] or max(self.queues, key=len)
+        self.size -= 1
+        return queue.popleft()
+
+
 class RayRunner:
     """The driver loop over episode workers (see the module docstring)."""
 
@@ -466,7 +497,7 @@ class RayRunner:
             on_done: Callable[["RayRunner", dict, int], None] | None = None) -> dict:
         from tqdm import tqdm
 
-        queue = deque(u.as_dict() for u in units)
+        queue = TaskAffineQueue([u.as_dict() for u in units], len(self.workers))
         in_flight: dict[Any, tuple[_Worker, dict]] = {}
         handed: Counter = Counter()
         done = 0
@@ -499,18 +530,18 @@ class RayRunner:
             bar.close()
         return self.stats()
 
-    def _hand_out(self, queue: deque, in_flight: dict, handed: Counter) -> None:
+    def _hand_out(self, queue: TaskAffineQueue, in_flight: dict, handed: Counter) -> None:
         """Give each live worker units up to its share; the rest wait here (backpressure)."""
-        for worker in self.workers:
+        for slot, worker in enumerate(self.workers):
             while worker.alive and queue and worker.in_flight < self.per_worker:
-                unit = queue.popleft()
+                unit = queue.pop_for(slot)
                 handed[_key(unit)] += 1
                 in_flight[worker.handle.run.remote(unit)] = (worker, unit)
                 worker.in_flight += 1
 
-    def _lost(self, worker: _Worker, unit: dict, queue: deque) -> None:
+    def _lost(self, worker: _Worker, unit: dict, queue: TaskAffineQueue) -> None:
         """A worker died: queue its unit again (at the front) and replace the worker once."""
-        queue.appendleft(unit)
+        queue.push(unit, front=True)
         self.counts["requeued_units"] += 1
         if not worker.alive:
             return
