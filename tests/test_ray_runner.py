@@ -216,3 +216,24 @@ def test_a_tasks_units_go_to_one_worker_and_an_idle_worker_takes_from_the_longes
     assert homes[stolen["task_id"]] == 1 and len(queue) == len(units) - len(taken) - 1
     queue.push(stolen, front=True)                              # a lost unit goes back to the front
     assert queue.pop_for(1) == stolen
+
+
+def test_a_one_shard_catalog_answers_a_hybrid_search_in_one_actor_call_with_the_local_pages(ray_cluster,
+                                                                                            cache_dir):
+    from ecab.runner.ray import CatalogPool, RemoteCatalog
+
+    catalog = open_catalog(load_config([*BASE, f"cache_dir={cache_dir}", "catalog.shards=1"]))
+    pool = CatalogPool(Path(catalog.path).resolve(), catalog.meta, replicas=1)
+    try:
+        remote = RemoteCatalog(catalog.meta, pool.actors, mode="hybrid")
+        calls = []
+        real_call = remote._call
+        remote._call = lambda shard, method, *args: calls.append(method) or real_call(shard, method, *args)
+        for query, offset in [("wireless earbuds", 0), ("stainless steel water bottle", 10), ("gift for a cook", 0)]:
+            here = catalog.search(query, limit=10, offset=offset, mode="hybrid")
+            there = remote.search(query, limit=10, offset=offset, mode="hybrid")
+            assert [(h.product_id, round(h.score, 6)) for h in there.hits] == \
+                [(h.product_id, round(h.score, 6)) for h in here.hits] and there.total == here.total
+        assert calls == ["hybrid_candidates"] * 3
+    finally:
+        pool.shutdown()

@@ -61,6 +61,11 @@ from ecab.catalog.base import CatalogBatch, SearchHit, SearchPage
 from ecab.fields import DETAIL_FIELDS, IMPLICIT_ELIGIBLE_FIELDS, lookup_detail
 from ecab.schema import Product, Review
 
+# lancedb warns in every child forked from a process that has it loaded. The children ecab forks (Ray's
+# processes, the simulator) exec a new program at once, so the warning is noise, printed once per process
+# Ray starts.
+warnings.filterwarnings("ignore", message="lancedb fork support is experimental", category=RuntimeWarning)
+
 FORMAT_VERSION = 1
 META_FILE = "meta.json"
 PRODUCTS, REVIEWS = "products", "reviews"
