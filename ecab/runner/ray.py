@@ -28,6 +28,7 @@ import json  # noqa: E402
 import math  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
+import uuid  # noqa: E402
 import zlib  # noqa: E402
 from collections import Counter, deque  # noqa: E402
 from dataclasses import asdict, dataclass  # noqa: E402
@@ -77,15 +78,15 @@ class RunStats:
 class CatalogShardService:
     """The body of a catalog actor: one shard, opened read-only inside the actor process."""
 
-    def __init__(self, path: str, index: int, stats=None, load_embedder: bool = True):
+    def __init__(self, path: str, index: int, stats_name: str | None = None, load_embedder: bool = True):
         from ecab.catalog.store import open_shard
 
         self.index = index
         self.shard = open_shard(path, index)
         if load_embedder:   # now, not at the first query: a (re)starting actor takes calls only when warm
             self.encode_query("warm up")
-        if stats is not None and _was_restarted():
-            stats.add.remote("catalog_actor_restarts", 1)
+        if stats_name is not None and _was_restarted():
+            ray.get_actor(stats_name).add.remote("catalog_actor_restarts", 1)
 
     def ready(self) -> str:
         return ray.get_runtime_context().get_node_id()
@@ -148,15 +149,18 @@ class CatalogPool:
     """`shards x replicas` catalog actors for one built catalog; shareable by many runs (a budget study)."""
 
     def __init__(self, path: str | Path, meta: dict, replicas: int = 1, *, num_cpus: float = 0,
-                 max_concurrency: int = 16, stats=None, load_embedder: bool = True):
+                 max_concurrency: int = 16, load_embedder: bool = True):
         if replicas < 1:
             raise ValueError(f"catalog.replicas must be >= 1, got {replicas}")
         self.path, self.meta = str(path), meta
-        self.stats = stats if stats is not None else RunStats.remote()
+        # The actors find the stats actor by name: a restarted actor gets its constructor arguments again,
+        # and Ray warns (and a restart can fail) when those include a handle held in the object store.
+        stats_name = f"ecab-run-stats-{uuid.uuid4().hex}"
+        self.stats = RunStats.options(name=stats_name).remote()
         options = {"num_cpus": num_cpus, "max_restarts": -1, "max_task_retries": 0,
                    "max_concurrency": max_concurrency, "scheduling_strategy": "SPREAD"}
         self.actors: list[list[Any]] = [
-            [CatalogShardActor.options(**options).remote(self.path, shard, self.stats, load_embedder)
+            [CatalogShardActor.options(**options).remote(self.path, shard, stats_name, load_embedder)
              for _ in range(replicas)]
             for shard in range(int(meta["shards"]))]
         # Fail fast (a path the actors cannot read, a missing shard) instead of at the first tool call.
@@ -179,6 +183,7 @@ class CatalogPool:
         for row in self.actors:
             for actor in row:
                 ray.kill(actor)
+        ray.kill(self.stats)
 
 
 class CatalogUnavailable(RuntimeError):
