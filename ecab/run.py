@@ -80,10 +80,12 @@ def validate_llm_model(model: DictConfig) -> None:
     """Before any work: the model id, the simulator settings, and the API key (its variable, never its value)."""
     from ecab.agents.keys import resolve_api_key
     require(model, "model_id")
-    from ecab.agents.openai_agent import HTTP_CLIENTS
-    http_client = OmegaConf.select(model, "http_client")
-    if http_client is not None and http_client not in HTTP_CLIENTS:
-        raise ConfigError(f"model.http_client must be one of {', '.join(HTTP_CLIENTS)}, got {http_client!r}")
+    from ecab.agents.openai_agent import check_http_client
+    if (http_client := OmegaConf.select(model, "http_client")) is not None:
+        try:
+            check_http_client(http_client)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
     if OmegaConf.select(model, "sim") is not None:
         from ecab.sim import SimConfig
         try:

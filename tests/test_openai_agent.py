@@ -5,6 +5,7 @@ The simulator's model is the heuristic agent, so an episode through the LLM path
 the heuristic agent ends when called directly, whatever 429s, 5xx and malformed outputs happen on the way.
 """
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -81,6 +82,22 @@ def run_llm(tasks, catalog, url, cfg=None, api_key=None, settings=None):
                                                   ToolBox(catalog, t), settings or EpisodeSettings(),
                                                   unit={"task_id": t.id}) for t in tasks))
     return asyncio.run(go())
+
+
+@contextlib.asynccontextmanager
+async def stub_endpoint(handle):
+    """A chat-completions endpoint on 127.0.0.1 answering with `handle`; yields its base URL."""
+    from aiohttp import web
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
+    finally:
+        await runner.cleanup()
 
 
 def executed_calls(traj):
@@ -241,8 +258,6 @@ def test_request_shape_follows_the_model_config():
 def test_the_request_on_the_wire_is_the_built_request_with_extra_body_merged():
     """post_chat_completion skips the SDK's transform; what reaches the endpoint over HTTP must still be
     exactly the request: every field, extra_body merged into the body, no client-side keys."""
-    import threading
-
     from aiohttp import web
 
     from ecab.agents.openai_agent import post_chat_completion
@@ -263,19 +278,12 @@ def test_the_request_on_the_wire_is_the_built_request_with_extra_body_merged():
         "name": "f", "description": "d", "parameters": {"type": "object", "properties": {}}}}])
 
     async def scenario():
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", handle)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = runner.addresses[0][1]
-        client = openai.AsyncOpenAI(api_key="k", base_url=f"http://127.0.0.1:{port}/v1", max_retries=0)
-        try:
-            return await post_chat_completion(client, request)
-        finally:
-            await client.close()
-            await runner.cleanup()
+        async with stub_endpoint(handle) as url:
+            client = openai.AsyncOpenAI(api_key="k", base_url=url, max_retries=0)
+            try:
+                return await post_chat_completion(client, request)
+            finally:
+                await client.close()
 
     response = asyncio.run(scenario())
     assert response["choices"][0]["message"]["content"] == "ok" and response["usage"]["total_tokens"] == 4
@@ -394,18 +402,9 @@ def test_a_reply_without_choices_is_retried_and_the_next_one_is_used():
         return web.json_response(replies.pop(0))
 
     async def scenario():
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", handle)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        url = f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
-        try:
+        async with stub_endpoint(handle) as url:
             return await OpenAIAgent(model_cfg(backoff_base_s=0.0), base_url=url, api_key="k").act(
                 [{"role": "user", "content": "hi"}], [])
-        finally:
-            await runner.cleanup()
 
     turn = asyncio.run(scenario())
     assert turn.message["content"] == "ok" and turn.retries == 3 and turn.input_tokens == 3

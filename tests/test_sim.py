@@ -192,3 +192,24 @@ def test_throughput(capsys):
         print(f"\nsim throughput: {requests} requests in {elapsed:.2f} s = {rate:.0f} requests/s "
               f"(client and server in one process)")
     assert requests >= 16 * 10 and rate > 20
+
+
+def test_the_simulator_in_its_own_process_serves_and_reports_its_stats_at_exit():
+    from ecab.sim.process import SimProcess
+
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "a kettle please"}],
+                       "tools": tool_schemas()}).encode()
+    with SimProcess({"latency_ms": 1}) as sim:
+        for _ in range(3):
+            request = urllib.request.Request(f"{sim.base_url}/chat/completions", data=body,
+                                             headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(request, timeout=30) as reply:
+                assert json.loads(reply.read())["choices"]
+    assert sim.stats["ok"] == 3 and sum(sim.stats["admitted_per_ds"].values()) == 3
+
+
+def test_a_simulator_process_that_cannot_start_says_why():
+    from ecab.sim.process import SimProcess
+
+    with pytest.raises(RuntimeError, match="the simulator process did not start"):
+        SimProcess({}, port=-5).start()

@@ -16,7 +16,8 @@ context length) raise AgentError. A 429 insufficient_quota is an InfraError with
 model's fault, but waiting does not help. The API key never appears in messages, traces or errors.
 
 One AsyncOpenAI client per (base_url, key, http_client) per event loop is shared by every episode
-(connection pooling; the SDK's aiohttp transport by default, see `http_client`). Each HTTP attempt holds a slot of two gates: a semaphore per (endpoint, model) per loop, the
+(connection pooling; the SDK's aiohttp transport by default, see `http_client`). Each HTTP attempt holds
+a slot of two gates: a semaphore per (endpoint, model) per loop, the
 hard cap `model.concurrency`, and the runner's adaptive per-endpoint limiter (runner/limits.py: shrinks
 on 429, pauses for Retry-After). A call that is backing off between attempts holds neither.
 """
@@ -78,9 +79,7 @@ class LLMSettings:
         out = cls(**{k: v for k, v in data.items() if k in known and (v is not None or k in nullable)})
         if base_url:
             out.base_url = base_url
-        if out.http_client not in HTTP_CLIENTS:
-            raise ValueError(f"model '{out.name}': http_client must be one of {', '.join(HTTP_CLIENTS)}, "
-                             f"got {out.http_client!r}")
+        check_http_client(out.http_client)
         out.extra_body = dict(out.extra_body or {})
         out.price_per_million = dict(out.price_per_million or {})
         return out
@@ -117,18 +116,22 @@ POOL_CONNECTIONS = 4096
 HTTP_CLIENTS = ("aiohttp", "httpx")
 
 
+def check_http_client(kind: Any) -> None:
+    if kind not in HTTP_CLIENTS:
+        raise ValueError(f"model.http_client must be one of {', '.join(HTTP_CLIENTS)}, got {kind!r}")
+
+
 def http_client(kind: str = "aiohttp") -> Any:
     """The HTTP client under AsyncOpenAI: the SDK's aiohttp transport (`openai[aiohttp]`, measured at less
     than half the CPU per call of the default httpx pool at 256 calls in flight, whose every request scans
     all pooled connections), or the SDK's default httpx client; both with a pool as big as any gate."""
     import httpx2
 
+    check_http_client(kind)
     limits = httpx2.Limits(max_connections=POOL_CONNECTIONS, max_keepalive_connections=POOL_CONNECTIONS)
     if kind == "aiohttp":
         return openai.DefaultAioHttpClient(limits=limits)
-    if kind == "httpx":
-        return openai.DefaultAsyncHttpxClient(limits=limits)
-    raise ValueError(f"model.http_client must be one of {', '.join(HTTP_CLIENTS)}, got {kind!r}")
+    return openai.DefaultAsyncHttpxClient(limits=limits)
 
 
 def shared_client(base_url: str | None, api_key: str | None, kind: str = "aiohttp") -> openai.AsyncOpenAI:

@@ -83,7 +83,7 @@ def steady_rate(finish_times: list[float], concurrency: int) -> float:
 
 
 def steady_end(finish_times: list[float], concurrency: int) -> float:
-    """When fewer than C units were left (see steady_rate)."""
+    """The last finish after which all C slots still had a unit to run."""
     times = sorted(finish_times)
     return times[max(0, len(times) - concurrency - 1)] if times else 0.0
 

@@ -126,17 +126,17 @@ async def slot(limiter: Limiter, retry: bool = False, since: float | None = None
 
 class AimdWindow:
     """The window arithmetic, shared by the in-process limiter and the Ray limiter actor: additive increase
-    per success, multiplicative decrease on a 429 (once per round trip), and the Retry-After pause.
+    per success, a multiplicative decrease on a 429 (once per congestion episode), and the Retry-After pause.
     `now` is whatever clock the owner uses (monotonic in a process, wall time across Ray nodes).
 
     The window never stays below what the endpoint has just been serving, and on a 429 it becomes the
     larger of `decrease` x the calls in use and that: calls admitted per second (counted at their start,
     known once they come back) times the round trip (Little's law; BBR's bandwidth-delay product). Hosted
     APIs limit requests per minute, not calls in flight, and a throttled call is retried after Retry-After
-    anyway, so under such a limit the window that keeps the quota used is rate x latency. Plain AIMD cut it to 0.7 of that, twice at start-up
-    before any call had come back, and then needed tens of seconds of +1 per round trip to climb back
-    (measured on Ray: 64 calls in flight against a limit that served 128). An endpoint that limits calls
-    in flight serves N calls per round trip, so there the window settles at N: still right.
+    anyway, so under such a limit the window that keeps the quota used is rate x latency. Plain AIMD cut it
+    to 0.7 of that, twice at start-up before any call had come back, and then needed tens of seconds of +1
+    per round trip to climb back (measured on Ray: 64 calls in flight against a limit that served 128). An
+    endpoint that limits calls in flight serves N calls per round trip, so there the window settles at N.
     """
 
     def __init__(self, settings: LimiterSettings):
@@ -153,12 +153,6 @@ class AimdWindow:
         self._first_served_at: float | None = None
         self.stats = LimiterStats(window=self.window, min_window=self.window)
 
-    def _note_served(self, started: float, count: int) -> None:
-        if self._first_served_at is None or started < self._first_served_at:
-            self._first_served_at = started
-        self._served.append((started, count))
-        self._served_in_horizon += count
-
     def pace_interval(self, now: float) -> float:
         """Seconds between call starts: for PACE_ROUND_TRIPS round trips after a 429, the window's calls
         start evenly over a round trip (else 0: no pacing).
@@ -173,7 +167,7 @@ class AimdWindow:
 
     def served_window(self, now: float) -> float:
         """Calls in flight the endpoint has just been serving: the rate of calls it admitted (and served)
-        over the last horizon, times the round trip; 0 before any call has come back."""
+        over the last horizon, times the round trip, at most max_concurrency; 0 before any call came back."""
         horizon = max(SERVED_RATE_HORIZON_S, 2 * self._latency_ewma)
         while self._served and self._served[0][0] <= now - horizon:
             self._served_in_horizon -= self._served.popleft()[1]
@@ -183,7 +177,7 @@ class AimdWindow:
         # horizon minus one round trip (and at least one round trip, right after the first calls return).
         rtt = self._latency_ewma
         span = max(rtt, min(horizon, now - self._first_served_at) - rtt)
-        return self._served_in_horizon / span * rtt
+        return min(float(self.settings.max_concurrency), self._served_in_horizon / span * rtt)
 
     def _may_decrease(self, now: float, retry_after: float | None) -> bool:
         """One decrease per congestion episode (TCP's rule: one reduction per window of data): 429s are news
@@ -209,19 +203,21 @@ class AimdWindow:
             self.stats.ok += count
             started = now - (latency_s if latency_s is not None else self._latency_ewma)
             self._latest_served_start = max(self._latest_served_start, started)
-            self._note_served(started, count)
+            if self._first_served_at is None or started < self._first_served_at:
+                self._first_served_at = started
+            self._served.append((started, count))
+            self._served_in_horizon += count
             for _ in range(count):
                 self.window = min(float(s.max_concurrency), self.window + s.increase / max(self.window, 1.0))
             # Never below what the endpoint has just served: undoes a cut made before anything had come
             # back (at start-up, and on Ray, where the first cut sees only one worker's calls).
-            self.window = max(self.window, min(float(s.max_concurrency), self.served_window(now)))
+            self.window = max(self.window, self.served_window(now))
         elif outcome == THROTTLED:
             self.stats.throttled += count
             self.throttled_at = now
             if self._may_decrease(now, retry_after):
                 used = self.window if in_flight is None else min(self.window, float(max(in_flight, 1)))
-                served = min(float(s.max_concurrency), self.served_window(now))
-                self.window = max(float(s.min_concurrency), used * s.decrease, served)
+                self.window = max(float(s.min_concurrency), used * s.decrease, self.served_window(now))
                 self._last_decrease = now
             if retry_after:
                 wait = min(float(retry_after), s.max_retry_after_s)

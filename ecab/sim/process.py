@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 from dataclasses import asdict
 from typing import Any
 
@@ -25,28 +26,38 @@ class SimProcess:
         self.base_url: str | None = None
         self.stats: dict[str, int] = {}
         self._proc: subprocess.Popen | None = None
+        # stderr goes to a file, not a pipe: nobody reads a pipe while the simulator runs, and a full one
+        # (64 KB of warnings or error logs) would block the simulator mid-run.
+        self._stderr = tempfile.TemporaryFile(mode="w+")
 
     def start(self) -> str:
         cmd = [sys.executable, "-m", "ecab.sim", "--host", self.host, "--port", str(self.port),
                "--config-json", json.dumps(asdict(self.config))]
-        self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr, text=True)
         line = self._proc.stdout.readline().strip()   # the server prints its URL once it listens
         if not line.startswith("http"):
             self._proc.kill()
-            _, err = self._proc.communicate(timeout=START_TIMEOUT_S)
-            raise RuntimeError(f"the simulator process did not start: {(line + err).strip()[-2000:]}")
+            self._proc.wait(timeout=START_TIMEOUT_S)
+            raise RuntimeError(f"the simulator process did not start: {(line + self._errors()).strip()[-2000:]}")
         self.base_url = line
         return line
+
+    def _errors(self) -> str:
+        self._stderr.seek(0)
+        return self._stderr.read()
 
     def stop(self) -> None:
         if self._proc is None or self._proc.poll() is not None:
             return
         self._proc.terminate()
         try:
-            _, err = self._proc.communicate(timeout=30)
+            self._proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             self._proc.kill()
-            _, err = self._proc.communicate()
+            self._proc.wait()
+        self._proc.stdout.close()
+        err = self._errors()
+        self._stderr.close()
         for line in reversed(err.strip().splitlines()):   # its last stderr line is the stats JSON
             try:
                 self.stats = json.loads(line)
