@@ -240,6 +240,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("overrides", nargs="*", help="config overrides for the catalog and tasks, e.g. "
                                                      "tools.search=fts catalog.products=2000")
     args = parser.parse_args(argv)
+    if args.waves < 2:
+        # steady_rate measures from the first finish until fewer than C episodes remain: with one wave
+        # there is no such stretch, and the figure would be the burst of the last finishes.
+        parser.error(f"--waves must be at least 2 (got {args.waves:g}): the steady state is measured while "
+                     "more than C episodes remain")
     concurrencies = [int(c) for c in args.concurrency.split(",")]
     runners = [r.strip() for r in args.runners.split(",")]
     setup = Setup(args.overrides)
