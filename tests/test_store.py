@@ -312,6 +312,70 @@ def test_embedder_vectors_dedupe_and_concurrent_queries(embedder):
         assert results[i] is results[i % 8]                       # one encoding per distinct text
 
 
+def test_concurrent_long_queries_use_every_model_slot(embedder, monkeypatch):
+    """A burst of cold queries runs on all model slots at once (one core each), long queries one per
+    forward pass; each caller gets its own query's vector."""
+    import threading
+
+    import numpy as np
+
+    from ecab.catalog.embed import LONG_QUERY_CHARS
+
+    monkeypatch.setattr(embedder, "_n_slots", 2)
+    monkeypatch.setattr(embedder, "_slots", threading.BoundedSemaphore(2))
+    both_running = threading.Barrier(2, timeout=10)   # breaks unless two forward passes overlap
+    real, chunks = embedder._encode_queries, []
+
+    def encode(texts):
+        chunks.append(list(texts))
+        if len(chunks) <= 2:
+            both_running.wait()
+        return real(texts)
+
+    monkeypatch.setattr(embedder, "_encode_queries", encode)
+    long = [f"I need a stainless steel water bottle, number {i}, that keeps drinks cold for a whole day "
+            f"at the beach, fits a car cup holder and has a straw lid that does not leak" for i in range(6)]
+    assert all(len(q) > LONG_QUERY_CHARS for q in long)
+    embedder.clear_cache()
+    results: dict[int, np.ndarray] = {}
+    threads = [threading.Thread(target=lambda i=i: results.__setitem__(i, embedder.encode_query(long[i])))
+               for i in range(len(long))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not both_running.broken
+    assert sorted(len(c) for c in chunks) == [1] * len(long)
+    for i, query in enumerate(long):
+        assert np.abs(results[i] - real([query])[0]).max() < 1e-6, query
+
+
+def test_a_failed_query_encoding_reaches_every_caller_waiting_on_it(embedder, monkeypatch):
+    import threading
+
+    def broken(texts):
+        raise RuntimeError("encoder broke")
+
+    embedder.clear_cache()
+    monkeypatch.setattr(embedder, "_encode_queries", broken)
+    errors = []
+
+    def ask(i):
+        try:
+            embedder.encode_query(f"garden hose {i % 2}")
+        except RuntimeError as exc:
+            errors.append(str(exc))
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == ["encoder broke"] * 8
+    monkeypatch.undo()
+    assert embedder.encode_query("garden hose 0").shape == (384,)   # nothing left stuck in the queue
+
+
 def test_queries_run_on_onnx_runtime_with_pytorch_vectors(embedder):
     """onnxruntime is a dependency: queries take the ONNX path, and its vectors are PyTorch's whatever the
     batch a query lands in (so rankings cannot depend on concurrency or runner)."""
@@ -321,13 +385,13 @@ def test_queries_run_on_onnx_runtime_with_pytorch_vectors(embedder):
     queries = ["usb c charger", "Crème brûlée café mug", "x", "stainless steel water bottle 32 oz with a "
                "straw lid that does not leak in a backpack", "hair dryer for curly hair, 1875 W"]
     exact = embedder._encode_queries_torch(queries)
-    alone = np.vstack([embedder._encode_queries_locked([q]) for q in queries])
-    together = embedder._encode_queries_locked(queries)
+    alone = np.vstack([embedder._encode_queries([q]) for q in queries])
+    together = embedder._encode_queries(queries)
     assert np.abs(alone - exact).max() < 1e-5
     assert np.abs(together - alone).max() < 1e-6
     many = [f"{q} {i}" for i, q in enumerate(queries * 4)]   # a batch big enough for the all-cores session
-    assert np.abs(embedder._encode_queries_locked(many)
-                  - np.vstack([embedder._encode_queries_locked([q]) for q in many])).max() < 1e-6
+    assert np.abs(embedder._encode_queries(many)
+                  - np.vstack([embedder._encode_queries([q]) for q in many])).max() < 1e-6
 
 
 def test_query_encoder_export_is_cached_and_checked(embedder, tmp_path, monkeypatch):

@@ -6,8 +6,9 @@ would pin this machine's absolute site-packages path into the catalog.
 """
 from __future__ import annotations
 
-import os
+import copy
 import logging
+import os
 import threading
 from collections import OrderedDict
 from concurrent.futures import Future
@@ -17,9 +18,14 @@ import numpy as np
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 DIM = 384
-# Short strings (search queries) are cached: agents repeat queries, and one encode costs ~8 ms on CPU.
+# Search queries are cached: agents repeat queries (a task's trials, budgets and models ask the same ones),
+# and one encode costs 4-5 ms on CPU for a short query, ~25 ms for a 90-token shopper request.
 QUERY_CACHE_SIZE = 4096
-QUERY_CACHE_MAX_CHARS = 256
+QUERY_CACHE_MAX_CHARS = 2048
+# Longer queries are encoded one per forward pass: padding a batch to its longest text costs more than
+# batching saves (measured on the benchmark's requests, ~90 tokens: 25 ms each alone, 27-32 ms in 8s).
+LONG_QUERY_CHARS = 160
+MAX_QUERY_SLOTS = 4   # concurrent forward passes for queries (one core each)
 SMALL_BATCH = 32   # at most this many texts are encoded single-threaded (see Embedder._set_threads)
 QUERY_BATCH = 64   # the largest batch of concurrent queries encoded in one forward pass
 
@@ -64,6 +70,10 @@ class Embedder:
             self._onnx = load_query_encoder(tokenizer, transformer, max_tokens, model_path,
                                             reference=self._encode_queries_torch)
         self.query_encoder = "onnx" if self._onnx is not None else "torch"
+        self._n_slots = min(MAX_QUERY_SLOTS, os.cpu_count() or 1) if self._onnx is not None else 1
+        self._slots = threading.BoundedSemaphore(self._n_slots)
+        self._query_tokenizer = copy.deepcopy(self._direct[0]) if self._onnx is not None else None
+        self._tokenizer_lock = threading.Lock()
         self._cache_lock = threading.Lock()   # guards the query cache and the pending queue
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._pending: list[tuple[str, Future]] = []
@@ -87,19 +97,25 @@ class Embedder:
                                      convert_to_numpy=True, normalize_embeddings=True)
         return np.asarray(vectors, dtype=np.float32)
 
-    def _encode_queries_locked(self, texts: list[str]) -> np.ndarray:
-        """A few short texts (callers take `self._lock`): ONNX Runtime when available, else PyTorch."""
+    def _encode_queries(self, texts: list[str]) -> np.ndarray:
+        """A few short texts, safe to call from several threads: ONNX Runtime when available (its sessions
+        run concurrently, without the GIL), else PyTorch under the model lock."""
         if self._onnx is None or len(texts) > QUERY_BATCH:
-            return self._encode_queries_torch(texts)
+            with self._lock:
+                return self._encode_queries_torch(texts)
         from ecab.catalog.onnx_encoder import mean_pool
 
-        tokenizer, _, max_tokens = self._direct
-        features = tokenizer(texts, padding=True, truncation=True, max_length=max_tokens, return_tensors="np")
+        _, _, max_tokens = self._direct
+        # A Rust tokenizer refuses concurrent calls ("Already borrowed"); queries use their own copy so
+        # that they never wait for a bulk encode holding the model's tokenizer.
+        with self._tokenizer_lock:
+            features = self._query_tokenizer(texts, padding=True, truncation=True, max_length=max_tokens,
+                                             return_tensors="np")
         mask = features["attention_mask"]
         return mean_pool(self._onnx.hidden_states(features["input_ids"], mask), mask)
 
     def _encode_queries_torch(self, texts: list[str]) -> np.ndarray:
-        """Straight through the PyTorch transformer.
+        """Straight through the PyTorch transformer (callers take `self._lock`).
 
         `SentenceTransformer.encode` costs ~1-2 ms of Python per call on top of a ~5-10 ms forward pass
         for a 7-token query; the direct path tokenizes once, runs the BERT module under inference_mode
@@ -125,11 +141,13 @@ class Embedder:
             self._torch.set_num_threads(n)
 
     def encode_query(self, text: str) -> np.ndarray:
-        """One vector of shape (DIM,), cached for short strings.
+        """One vector of shape (DIM,), cached (up to QUERY_CACHE_MAX_CHARS).
 
-        Concurrent callers are batched: while one forward pass runs, other queries queue up, and the next
-        caller to get the model encodes the whole queue at once (8 queries cost ~2x one, not 8x), so
-        throughput grows with concurrency without adding any wait to a lone query.
+        Concurrent callers share the work. Each queues its query, then, while it is still queued, takes a
+        chunk of the queue (its own or others') and encodes it on one of the model slots (one per core,
+        up to MAX_QUERY_SLOTS, with ONNX Runtime; one with PyTorch). Short queries are batched (8 cost
+        ~2x one, not 8x); long ones go one per forward pass, since a batch is padded to its longest text.
+        A lone query never waits; a burst of cold queries keeps every core busy.
         """
         cacheable = len(text) <= QUERY_CACHE_MAX_CHARS
         if cacheable:
@@ -141,30 +159,50 @@ class Embedder:
         request: Future = Future()
         with self._cache_lock:
             self._pending.append((text, request))
-        with self._lock:
-            with self._cache_lock:
-                batch, self._pending = self._pending, []
-            if batch:   # empty when an earlier holder of the model already encoded our query
-                # Concurrent episodes of one task (trials, sweeps) ask the same queries at the same moment:
-                # encode each distinct text once.
-                # encode each distinct text once; one the previous holder just encoded comes from the cache.
-                with self._cache_lock:
-                    vectors = {t: v for t, _ in batch if (v := self._query_cache.get(t)) is not None}
-                unique = [t for t in dict.fromkeys(t for t, _ in batch) if t not in vectors]
-                try:
-                    fresh = dict(zip(unique, self._encode_queries_locked(unique))) if unique else {}
-                except BaseException as exc:
-                    for _, waiting in batch:
-                        waiting.set_exception(exc)
-                    raise
-                for t, vector in fresh.items():
-                    vector.setflags(write=False)   # shared by every caller of the cache
-                    if len(t) <= QUERY_CACHE_MAX_CHARS:
-                        self._remember(t, vector)
-                vectors.update(fresh)
-                for t, waiting in batch:
-                    waiting.set_result(vectors[t])
+        while not (request.running() or request.done()):   # still queued: nobody has taken it yet
+            with self._slots:
+                chunk = self._take_chunk()
+                if chunk:
+                    self._encode_chunk(chunk)
         return request.result()
+
+    def _take_chunk(self) -> list[tuple[str, Future]]:
+        """The next piece of queued work: the first long query alone, or a fair share of the short ones."""
+        with self._cache_lock:
+            if not self._pending:
+                return []
+            if len(self._pending[0][0]) > LONG_QUERY_CHARS:
+                chunk = [self._pending.pop(0)]
+            else:
+                short = [item for item in self._pending if len(item[0]) <= LONG_QUERY_CHARS]
+                chunk = short[:max(1, min(QUERY_BATCH, -(-len(short) // self._n_slots)))]
+                taken = {id(item) for item in chunk}
+                self._pending = [item for item in self._pending if id(item) not in taken]
+            for _, request in chunk:
+                request.set_running_or_notify_cancel()
+            return chunk
+
+    def _encode_chunk(self, chunk: list[tuple[str, Future]]) -> None:
+        """Answer every request of the chunk (an error goes to each of them, not to the thread that ran it).
+
+        Concurrent episodes of one task (trials, sweeps) ask the same queries at the same moment: each
+        distinct text is encoded once, and one another slot just encoded comes from the cache."""
+        with self._cache_lock:
+            vectors = {t: v for t, _ in chunk if (v := self._query_cache.get(t)) is not None}
+        unique = [t for t in dict.fromkeys(t for t, _ in chunk) if t not in vectors]
+        try:
+            fresh = dict(zip(unique, self._encode_queries(unique))) if unique else {}
+        except BaseException as exc:
+            for _, waiting in chunk:
+                waiting.set_exception(exc)
+            return
+        for t, vector in fresh.items():
+            vector.setflags(write=False)   # shared by every caller of the cache
+            if len(t) <= QUERY_CACHE_MAX_CHARS:
+                self._remember(t, vector)
+        vectors.update(fresh)
+        for t, waiting in chunk:
+            waiting.set_result(vectors[t])
 
     def _remember(self, text: str, vector: np.ndarray) -> None:
         with self._cache_lock:
