@@ -519,3 +519,49 @@ def test_repeated_searches_are_served_from_the_page_cache(small_catalog):
     catalog.search("usb c charger cable", limit=5, where="price < 20")      # other arguments: searched
     catalog.search("usb c charger cable", limit=5, offset=5)
     assert catalog._pages.misses == 3
+
+
+def test_concurrent_identical_searches_run_once_and_share_the_page_or_the_error():
+    """Episodes started together ask the same search at the same moment: one runs it, the others wait for
+    its page (or its error) instead of searching again."""
+    import threading
+
+    import pytest
+
+    from ecab.catalog.base import SearchHit, SearchPage
+    from ecab.catalog.store import SearchPageCache
+
+    cache, calls, gate = SearchPageCache(), [], threading.Event()
+
+    def run(query, mode, limit, offset, where):
+        calls.append(query)
+        gate.wait(10)
+        if query == "broken":
+            raise RuntimeError("catalog down")
+        return SearchPage(hits=[SearchHit("p1", "USB charger", 1.0)], total=1)
+
+    pages, errors = [], []
+
+    def ask(query):
+        try:
+            pages.append(cache.search(query, "hybrid", 5, 0, None, run))
+        except RuntimeError as exc:
+            errors.append(str(exc))
+
+    threads = [threading.Thread(target=ask, args=(q,)) for q in ["usb charger"] * 4 + ["broken"] * 3]
+    for t in threads:
+        t.start()
+    while len(calls) < 2:   # both distinct searches are running; let the repeats queue up behind them
+        threading.Event().wait(0.01)
+    threading.Event().wait(0.2)
+    gate.set()
+    for t in threads:
+        t.join()
+    assert sorted(calls) == ["broken", "usb charger"]
+    assert [[h.product_id for h in p.hits] for p in pages] == [["p1"]] * 4
+    assert len({id(p) for p in pages}) == 4       # each caller its own page object
+    assert errors == ["catalog down"] * 3
+    assert cache.stats() == {"hits": 5, "misses": 2}
+    with pytest.raises(RuntimeError):              # a failed search is not cached: it runs again
+        cache.search("broken", "hybrid", 5, 0, None, run)
+    assert calls.count("broken") == 2

@@ -167,17 +167,19 @@ class Embedder:
         return request.result()
 
     def _take_chunk(self) -> list[tuple[str, Future]]:
-        """The next piece of queued work: the first long query alone, or a fair share of the short ones."""
+        """The next piece of queued work: the first long query alone (with every request for the same
+        text), or a fair share of the short ones."""
         with self._cache_lock:
             if not self._pending:
                 return []
-            if len(self._pending[0][0]) > LONG_QUERY_CHARS:
-                chunk = [self._pending.pop(0)]
+            first = self._pending[0][0]
+            if len(first) > LONG_QUERY_CHARS:
+                chunk = [item for item in self._pending if item[0] == first]
             else:
                 short = [item for item in self._pending if len(item[0]) <= LONG_QUERY_CHARS]
                 chunk = short[:max(1, min(QUERY_BATCH, -(-len(short) // self._n_slots)))]
-                taken = {id(item) for item in chunk}
-                self._pending = [item for item in self._pending if id(item) not in taken]
+            taken = {id(item) for item in chunk}
+            self._pending = [item for item in self._pending if id(item) not in taken]
             for _, request in chunk:
                 request.set_running_or_notify_cancel()
             return chunk

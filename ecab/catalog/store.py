@@ -48,7 +48,7 @@ import time
 import uuid
 import warnings
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -742,36 +742,57 @@ class _LRU:
 class SearchPageCache:
     """Search pages by their arguments. A built catalog is read-only, so the same (query, mode, limit,
     offset, where) always gives the same page; trials, budgets and models of one task repeat their
-    searches, and a repeat costs a dict lookup instead of two LanceDB queries (and, on Ray, three actor
-    calls). Callers get a fresh SearchPage (the hits themselves are immutable)."""
+    searches, and a repeat costs a dict lookup instead of two LanceDB queries (and, on Ray, an actor call).
+    Episodes started together ask the same search at the same moment: a search already running is waited
+    for, not run again (both count as hits). Callers get a fresh SearchPage (the hits are immutable)."""
 
     def __init__(self, size: int = SEARCH_CACHE_SIZE):
         self._pages = _LRU(size)
+        self._running: dict[tuple, Future] = {}
+        self._lock = threading.Lock()
         self.hits = self.misses = 0
 
     def clear(self) -> None:
-        self._pages = _LRU(self._pages.size)
-        self.hits = self.misses = 0
+        with self._lock:
+            self._pages = _LRU(self._pages.size)
+            self.hits = self.misses = 0
 
     def stats(self) -> dict[str, int]:
         return {"hits": self.hits, "misses": self.misses}
 
     def search(self, query: str, mode: str, limit: int, offset: int, where: str | None,
                run: Callable[[str, str, int, int, str | None], SearchPage]) -> SearchPage:
-        """The catalog clients' `search`: normalize the arguments (search_args), then the cached page or
-        `run(query, mode, limit, offset, where)`."""
+        """The catalog clients' `search`: normalize the arguments (search_args), then the cached page, the
+        page another thread is computing, or `run(query, mode, limit, offset, where)`."""
         mode, limit, offset = search_args(query, mode, limit, offset)
         if mode is None:
             return SearchPage(hits=[], total=0)
         key = (query, mode, limit, offset, where)
-        page = self._pages.get(key)
+        with self._lock:
+            page = self._pages.get(key)
+            running = self._running.get(key) if page is _MISSING else None
+            if page is _MISSING and running is None:
+                self.misses += 1
+                mine = self._running[key] = Future()
+            else:
+                self.hits += 1
         if page is _MISSING:
-            self.misses += 1
-            page = run(query, mode, limit, offset, where)
-            self._pages.put(key, page)
-        else:
-            self.hits += 1
+            page = running.result() if running is not None else self._run(key, mine, run)
         return SearchPage(hits=list(page.hits), total=page.total)
+
+    def _run(self, key: tuple, mine: Future, run: Callable) -> SearchPage:
+        try:
+            page = run(*key)
+        except BaseException as exc:
+            with self._lock:
+                del self._running[key]
+            mine.set_exception(exc)   # whoever waited for this search gets the same error
+            raise
+        with self._lock:   # cached before it stops running: no moment in which neither holds it
+            self._pages.put(key, page)
+            del self._running[key]
+        mine.set_result(page)
+        return page
 
 
 def _phrase_and_query(phrases: list[str], column: str):
