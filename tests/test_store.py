@@ -565,3 +565,27 @@ def test_concurrent_identical_searches_run_once_and_share_the_page_or_the_error(
     with pytest.raises(RuntimeError):              # a failed search is not cached: it runs again
         cache.search("broken", "hybrid", 5, 0, None, run)
     assert calls.count("broken") == 2
+
+
+def test_search_legs_on_the_async_api_match_lancedbs_sync_query_builder(small_catalog):
+    """The hybrid legs run on lancedb's async API (one schema read per query); they must return exactly
+    what the documented sync builder returns, prefilters included."""
+    import numpy as np
+    from lancedb.query import MatchQuery
+
+    from ecab.catalog.store import HYBRID_DEPTH
+
+    shard = small_catalog.shards[0]
+    for query in ["usb c charger cable", "stainless steel water bottle", "hair dryer"]:
+        vector = small_catalog.embedder.encode_query(query)
+        for where in (None, "price < 30", "average_rating >= 4 AND price > 5"):
+            sync = shard.products.search(MatchQuery(query, "search_text", operator="OR"), query_type="fts")
+            sync = (sync.where(where, prefilter=True) if where else sync).limit(HYBRID_DEPTH).to_arrow()
+            legs = shard.keyword_leg(query, HYBRID_DEPTH, where)
+            assert [h.product_id for h in legs] == sync["product_id"].to_pylist() and legs, (query, where)
+            assert np.allclose([h.score for h in legs], sync["_score"].to_pylist())
+            sync = shard.products.search(vector, vector_column_name="vector").distance_type("cosine")
+            sync = (sync.where(where, prefilter=True) if where else sync).limit(HYBRID_DEPTH).to_arrow()
+            legs = shard.vector_leg(vector, HYBRID_DEPTH, where)
+            assert [h.product_id for h in legs] == sync["product_id"].to_pylist() and legs, (query, where)
+            assert np.allclose([h.score for h in legs], 1.0 - np.array(sync["_distance"].to_pylist()))
