@@ -529,8 +529,8 @@ class CatalogShard:
         self._stores = _LRU(512)
         self._review_vector_cache = _LRU(1024)
         self._embedder = embedder
-        self._path, self._products_version = root / f"shard-{index:02d}", versions[PRODUCTS]
-        self._async_products = None   # the products table on lancedb's async API (search legs), opened on use
+        self._path, self._versions = root / f"shard-{index:02d}", versions
+        self._async_tables: dict[str, Any] = {}   # the tables on lancedb's async API (per-call reads)
         self._async_lock = threading.Lock()
 
     @property
@@ -583,21 +583,26 @@ class CatalogShard:
         builder = self.products.search(fts_query, query_type="fts")
         return builder.where(where, prefilter=True) if where else builder
 
-    def _legs_table(self):
-        """The products table at its built version, on lancedb's async API (see _QueryLoop)."""
+    def _table(self, name: str):
+        """`products` or `reviews` at its built version on lancedb's async API, for the reads every tool
+        call makes (searches, lookups; see _QueryLoop). Opened on first use, in the process that uses it."""
         with self._async_lock:
-            if self._async_products is None:
+            if name not in self._async_tables:
                 import lancedb
 
-                async def open_products():
+                async def open_table():
                     db = await lancedb.connect_async(str(self._path))
-                    return await db.open_table(PRODUCTS, version=self._products_version)
+                    return await db.open_table(name, version=self._versions[name])
 
-                self._async_products = _QueryLoop.run(open_products())
-            return self._async_products
+                self._async_tables[name] = _QueryLoop.run(open_table())
+            return self._async_tables[name]
+
+    def _rows(self, name: str, where: str, columns: list[str], limit: int) -> pa.Table:
+        """The rows of `name` matching `where` (the BTree indexes make id and store lookups point reads)."""
+        return _QueryLoop.run(self._table(name).query().where(where).select(columns).limit(limit).to_arrow())
 
     def _fts_top(self, fts_query, depth: int, where: str | None) -> list[SearchHit]:
-        query = self._legs_table().query().nearest_to_text(fts_query).select(["product_id", "title", "_score"])
+        query = self._table(PRODUCTS).query().nearest_to_text(fts_query).select(["product_id", "title", "_score"])
         if where:
             query = query.where(where)   # a prefilter, as on the sync builder's where(prefilter=True)
         table = _QueryLoop.run(query.limit(depth).to_arrow())
@@ -612,7 +617,7 @@ class CatalogShard:
     def _nearest(self, vector: np.ndarray | None, depth: int, where: str | None) -> list[SearchHit]:
         if vector is None:
             raise ValueError("vector search needs a query vector")
-        query = self._legs_table().query().nearest_to(np.asarray(vector, dtype=np.float32)).column("vector") \
+        query = self._table(PRODUCTS).query().nearest_to(np.asarray(vector, dtype=np.float32)).column("vector") \
             .distance_type("cosine").select(["product_id", "title", "_distance"]).limit(depth)
         if self.vector_indexed:
             # Every row is indexed (the table is read-only), so skip the flat scan of unindexed rows. Only a
@@ -640,8 +645,7 @@ class CatalogShard:
         hit = self._products.get(product_id)
         if hit is not _MISSING:
             return hit
-        table = self.products.search().where(f"product_id = {sql_quote(product_id)}") \
-            .select(["data"]).limit(1).to_arrow()
+        table = self._rows(PRODUCTS, f"product_id = {sql_quote(product_id)}", ["data"], 1)
         data = table["data"][0].as_py() if table.num_rows else None
         self._products.put(product_id, data)
         return data
@@ -658,8 +662,7 @@ class CatalogShard:
                 found[pid] = hit
         if missing:
             where = "product_id IN (" + ", ".join(sql_quote(p) for p in dict.fromkeys(missing)) + ")"
-            table = self.products.search().where(where).select(["product_id", "data"]) \
-                .limit(len(missing)).to_arrow()
+            table = self._rows(PRODUCTS, where, ["product_id", "data"], len(missing))
             fetched = dict(zip(table["product_id"].to_pylist(), table["data"].to_pylist()))
             for pid in dict.fromkeys(missing):
                 self._products.put(pid, fetched.get(pid))
@@ -673,8 +676,7 @@ class CatalogShard:
         hit = self._reviews.get(product_id)
         if hit is not _MISSING:
             return hit
-        table = self.reviews.search().where(f"product_id = {sql_quote(product_id)}") \
-            .select(["seq", "data"]).limit(max(1, self.n_reviews)).to_arrow()
+        table = self._rows(REVIEWS, f"product_id = {sql_quote(product_id)}", ["seq", "data"], max(1, self.n_reviews))
         order = np.argsort(np.asarray(table["seq"].to_numpy()), kind="stable")
         data = table["data"].to_pylist()
         rows = tuple(data[i] for i in order)
@@ -726,8 +728,8 @@ class CatalogShard:
         return vectors
 
     def _review_fts(self, fts_query, only: str, limit: int) -> list[str]:
-        table = self.reviews.search(fts_query, query_type="fts").where(only, prefilter=True) \
-            .select(["data", "_score"]).limit(limit).to_arrow()
+        query = self._table(REVIEWS).query().nearest_to_text(fts_query).where(only)   # a prefilter
+        table = _QueryLoop.run(query.select(["data", "_score"]).limit(limit).to_arrow())
         return table["data"].to_pylist()
 
     def store_rows(self, store: str) -> tuple[tuple[int, str, str], ...]:
@@ -737,8 +739,8 @@ class CatalogShard:
         hit = self._stores.get(store)
         if hit is not _MISSING:
             return hit
-        table = self.products.search().where(f"store = {sql_quote(store)}") \
-            .select(["seq", "product_id", "title"]).limit(max(1, self.n_products)).to_arrow()
+        table = self._rows(PRODUCTS, f"store = {sql_quote(store)}", ["seq", "product_id", "title"],
+                           max(1, self.n_products))
         rows = zip(table["seq"].to_pylist(), table["product_id"].to_pylist(), table["title"].to_pylist())
         rows = tuple(sorted(rows))
         self._stores.put(store, rows)

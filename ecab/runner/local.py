@@ -71,12 +71,16 @@ async def run_units(units: list[Unit], tasks: dict[str, Task], catalog, model_cf
     gate = asyncio.Semaphore(max(1, concurrency))
     widen_thread_pool(concurrency, catalog)
     bar = tqdm(total=len(units), desc="episodes", unit="ep", disable=not progress, dynamic_ncols=True)
+    # Checkpoints (JSON encoding, write, fsync) go to one thread: off the event loop, whose every stalled
+    # millisecond delays all episodes' replies (episodes of a wave end together), and one at a time.
+    checkpoints = ThreadPoolExecutor(1, thread_name_prefix="ecab-checkpoint")
+    loop = asyncio.get_running_loop()
 
     async def one(unit: Unit) -> Trajectory:
         async with gate:
             traj = await run_unit(unit, tasks[unit.task_id], catalog, model_cfg, settings,
                                   tool_options=tool_options, max_attempts=max_attempts, step_delay_s=step_delay_s)
-            folder.append_trajectory(writer, traj)
+            await loop.run_in_executor(checkpoints, folder.append_trajectory, writer, traj)
             bar.update(1)
             if on_done:
                 on_done(traj)
@@ -85,6 +89,7 @@ async def run_units(units: list[Unit], tasks: dict[str, Task], catalog, model_cf
     try:
         return list(await asyncio.gather(*(one(u) for u in units)))
     finally:
+        checkpoints.shutdown(wait=True)
         bar.close()
 
 
