@@ -392,6 +392,10 @@ def test_queries_run_on_onnx_runtime_with_pytorch_vectors(embedder):
     many = [f"{q} {i}" for i, q in enumerate(queries * 4)]   # a batch big enough for the all-cores session
     assert np.abs(embedder._encode_queries(many)
                   - np.vstack([embedder._encode_queries([q]) for q in many])).max() < 1e-6
+    tokens = embedder._query_tokenizer(many, padding=True, return_tensors="np")
+    ids, mask = tokens["input_ids"], tokens["attention_mask"]
+    assert np.abs(embedder._onnx.hidden_states(ids, mask)
+                  - embedder._onnx.hidden_states(ids, mask, one_thread=True)).max() < 1e-5
 
 
 def test_query_encoder_export_is_cached_and_checked(embedder, tmp_path, monkeypatch):

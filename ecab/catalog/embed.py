@@ -112,7 +112,8 @@ class Embedder:
             features = self._query_tokenizer(texts, padding=True, truncation=True, max_length=max_tokens,
                                              return_tensors="np")
         mask = features["attention_mask"]
-        return mean_pool(self._onnx.hidden_states(features["input_ids"], mask), mask)
+        hidden = self._onnx.hidden_states(features["input_ids"], mask, one_thread=self._n_slots > 1)
+        return mean_pool(hidden, mask)
 
     def _encode_queries_torch(self, texts: list[str]) -> np.ndarray:
         """Straight through the PyTorch transformer (callers take `self._lock`).

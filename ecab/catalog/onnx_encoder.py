@@ -72,11 +72,14 @@ class OnnxQueryEncoder:
         options.log_severity_level = 3
         return ort.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
 
-    def hidden_states(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+    def hidden_states(self, input_ids: np.ndarray, attention_mask: np.ndarray, *,
+                      one_thread: bool = False) -> np.ndarray:
+        """`one_thread`: the caller runs several passes at once (one per core), so a big batch must not
+        take every core as well."""
         feeds = {"input_ids": input_ids.astype(np.int64, copy=False),
                  "attention_mask": attention_mask.astype(np.int64, copy=False)}
         session = self._session
-        if len(input_ids) >= MULTI_THREAD_BATCH and self._cores > 1:
+        if len(input_ids) >= MULTI_THREAD_BATCH and self._cores > 1 and not one_thread:
             if self._wide is None:
                 self._wide = self._open(min(self._cores, 4))
             session = self._wide

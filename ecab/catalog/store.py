@@ -531,6 +531,7 @@ class CatalogShard:
         self._embedder = embedder
         self._path, self._versions = root / f"shard-{index:02d}", versions
         self._async_tables: dict[str, Any] = {}   # the tables on lancedb's async API (per-call reads)
+        self._async_pid = os.getpid()
         self._async_lock = threading.Lock()
 
     @property
@@ -587,6 +588,8 @@ class CatalogShard:
         """`products` or `reviews` at its built version on lancedb's async API, for the reads every tool
         call makes (searches, lookups; see _QueryLoop). Opened on first use, in the process that uses it."""
         with self._async_lock:
+            if self._async_pid != os.getpid():   # handles opened before a fork belong to the parent's loop
+                self._async_tables, self._async_pid = {}, os.getpid()
             if name not in self._async_tables:
                 import lancedb
 
