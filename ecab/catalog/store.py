@@ -473,9 +473,10 @@ def read_meta(path: str | os.PathLike) -> dict[str, Any]:
 class _QueryLoop:
     """An event loop thread for lancedb's async API, one per process (made again after a fork).
 
-    Search legs are the hot path, and lancedb's sync query builder re-reads the table schema two or three
-    times per query (each a hop to its own background loop) for blob-column checks a catalog without blob
-    columns never needs: half of a keyword leg's time (py-spy, C=256). The async API reads it once.
+    Every read a tool call makes (search legs, counts, lookups) goes through the async API: lancedb's sync
+    query builder re-reads the table schema two or three times per query (each a hop to its own background
+    loop) for blob-column checks a catalog without blob columns never needs, half of a keyword leg's time
+    (py-spy, C=256). The sync handles remain for opening checks and bulk iteration.
     """
 
     _instance: "_QueryLoop | None" = None
@@ -580,10 +581,6 @@ class CatalogShard:
         total = len(hits) if len(hits) < depth else self._fts_count(fts_query, where)
         return ShardCandidates(fts=hits, total=total)
 
-    def _fts_builder(self, fts_query, where: str | None):
-        builder = self.products.search(fts_query, query_type="fts")
-        return builder.where(where, prefilter=True) if where else builder
-
     def _table(self, name: str):
         """`products` or `reviews` at its built version on lancedb's async API, for the reads every tool
         call makes (searches, lookups; see _QueryLoop). Opened on first use, in the process that uses it."""
@@ -604,18 +601,20 @@ class CatalogShard:
         """The rows of `name` matching `where` (the BTree indexes make id and store lookups point reads)."""
         return _QueryLoop.run(self._table(name).query().where(where).select(columns).limit(limit).to_arrow())
 
-    def _fts_top(self, fts_query, depth: int, where: str | None) -> list[SearchHit]:
-        query = self._table(PRODUCTS).query().nearest_to_text(fts_query).select(["product_id", "title", "_score"])
+    def _fts(self, fts_query, where: str | None, columns: list[str], limit: int) -> pa.Table:
+        query = self._table(PRODUCTS).query().nearest_to_text(fts_query).select(columns)
         if where:
             query = query.where(where)   # a prefilter, as on the sync builder's where(prefilter=True)
-        table = _QueryLoop.run(query.limit(depth).to_arrow())
+        return _QueryLoop.run(query.limit(limit).to_arrow())
+
+    def _fts_top(self, fts_query, depth: int, where: str | None) -> list[SearchHit]:
+        table = self._fts(fts_query, where, ["product_id", "title", "_score"], depth)
         return [SearchHit(pid, title, float(score)) for pid, title, score in
                 zip(table["product_id"].to_pylist(), table["title"].to_pylist(), table["_score"].to_pylist())]
 
     def _fts_count(self, fts_query, where: str | None) -> int:
         # lancedb's FTS has a default limit (10) when none is given, so ask for every row explicitly.
-        rows = self._fts_builder(fts_query, where).select(["_score"]).limit(max(1, self.n_products))
-        return rows.to_arrow().num_rows
+        return self._fts(fts_query, where, ["_score"], max(1, self.n_products)).num_rows
 
     def _nearest(self, vector: np.ndarray | None, depth: int, where: str | None) -> list[SearchHit]:
         if vector is None:
@@ -638,7 +637,7 @@ class CatalogShard:
         if where not in self._count_cache:
             if len(self._count_cache) > 1024:
                 self._count_cache = {None: self.n_products}
-            self._count_cache[where] = self.products.count_rows(where)
+            self._count_cache[where] = _QueryLoop.run(self._table(PRODUCTS).count_rows(where))
         return self._count_cache[where]
 
     # -- point lookups ---------------------------------------------------------------------------------
