@@ -165,3 +165,30 @@ def test_real_samples_oracle_reaches_100_percent(real_tasks, targets_catalog):
         assert judgement.correct and judgement.exact_product_match
         failed = [v for v in judgement.verdicts if v.type != "review_opinion" and not v.satisfied]
         assert not failed, (task.id, [(v.rubric_id, v.evidence) for v in failed])
+
+
+def test_run_units_checkpoints_every_episode_with_the_loaded_heap_frozen(real_tasks, targets_catalog, tmp_path):
+    """runner=local's batch body: each finished episode is in the part file before on_done sees it, and the
+    objects loaded before the run are frozen (out of the collector's full scans) only while it runs."""
+    import gc
+
+    from ecab.runner.local import run_units
+    from ecab.runner.store import RunFolder
+    from ecab.runner.units import make_units
+
+    folder = RunFolder(tmp_path / "run").create()
+    units = make_units([t.id for t in real_tasks], "oracle", 100, 0, 1)
+    seen = []
+
+    def on_done(traj):
+        seen.append((gc.get_freeze_count(), len(folder.part_path("local").read_text().splitlines())))
+
+    before = gc.get_freeze_count()
+    trajs = asyncio.run(run_units(units, {t.id: t for t in real_tasks}, targets_catalog, {"kind": "oracle"},
+                                  EpisodeSettings(budget=100), folder, concurrency=4, progress=False,
+                                  on_done=on_done))
+    assert [t.termination for t in trajs] == ["recommended"] * len(units)
+    assert all(frozen > before for frozen, _ in seen)
+    assert all(lines >= n for n, (_, lines) in enumerate(seen, start=1))   # its own line is already there
+    assert gc.get_freeze_count() == before
+    assert len(folder.latest_trajectories()) == len(units)
