@@ -74,9 +74,10 @@ class Embedder:
         self._slots = threading.BoundedSemaphore(self._n_slots)
         self._query_tokenizer = copy.deepcopy(self._direct[0]) if self._onnx is not None else None
         self._tokenizer_lock = threading.Lock()
-        self._cache_lock = threading.Lock()   # guards the query cache and the pending queue
+        self._cache_lock = threading.Lock()   # guards the query cache, the queue and the texts being encoded
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._pending: list[tuple[str, Future]] = []
+        self._pending: dict[str, Future] = {}     # queued texts, in arrival order, one answer each
+        self._encoding: dict[str, Future] = {}    # texts a slot is encoding now
 
     def encode(self, texts: Sequence[str], batch_size: int = 256, progress: bool = False) -> np.ndarray:
         """Encode `texts` (order kept). Identical texts are encoded once: templated reviews repeat a lot."""
@@ -144,22 +145,22 @@ class Embedder:
     def encode_query(self, text: str) -> np.ndarray:
         """One vector of shape (DIM,), cached (up to QUERY_CACHE_MAX_CHARS).
 
-        Concurrent callers share the work. Each queues its query, then, while it is still queued, takes a
-        chunk of the queue (its own or others') and encodes it on one of the model slots (one per core,
-        up to MAX_QUERY_SLOTS, with ONNX Runtime; one with PyTorch). Short queries are batched (8 cost
-        ~2x one, not 8x); long ones go one per forward pass, since a batch is padded to its longest text.
-        A lone query never waits; a burst of cold queries keeps every core busy.
+        Concurrent callers share the work. A text is queued once (a caller asking for a text already
+        queued or being encoded waits for that same answer: trials of one task ask the same queries at the
+        same moment). While its text is still queued, a caller takes a chunk of the queue (its own or
+        others') and encodes it on one of the model slots (one per core, up to MAX_QUERY_SLOTS, with ONNX
+        Runtime; one with PyTorch). Short queries are batched (8 cost ~2x one, not 8x); long ones go one
+        per forward pass, since a batch is padded to its longest text. A lone query never waits; a burst
+        of cold queries keeps every core busy.
         """
-        cacheable = len(text) <= QUERY_CACHE_MAX_CHARS
-        if cacheable:
-            with self._cache_lock:
-                hit = self._query_cache.get(text)
-                if hit is not None:
-                    self._query_cache.move_to_end(text)
-                    return hit
-        request: Future = Future()
         with self._cache_lock:
-            self._pending.append((text, request))
+            hit = self._query_cache.get(text)
+            if hit is not None:
+                self._query_cache.move_to_end(text)
+                return hit
+            request = self._pending.get(text) or self._encoding.get(text)
+            if request is None:
+                request = self._pending[text] = Future()
         while not (request.running() or request.done()):   # still queued: nobody has taken it yet
             with self._slots:
                 chunk = self._take_chunk()
@@ -167,51 +168,45 @@ class Embedder:
                     self._encode_chunk(chunk)
         return request.result()
 
-    def _take_chunk(self) -> list[tuple[str, Future]]:
-        """The next piece of queued work: the first long query alone (with every request for the same
-        text), or a fair share of the short ones."""
+    def _take_chunk(self) -> dict[str, Future]:
+        """The next piece of queued work: the first long query alone, or a fair share of the short ones."""
         with self._cache_lock:
             if not self._pending:
-                return []
-            first = self._pending[0][0]
+                return {}
+            first = next(iter(self._pending))
             if len(first) > LONG_QUERY_CHARS:
-                chunk = [item for item in self._pending if item[0] == first]
+                texts = [first]
             else:
-                short = [item for item in self._pending if len(item[0]) <= LONG_QUERY_CHARS]
-                chunk = short[:max(1, min(QUERY_BATCH, -(-len(short) // self._n_slots)))]
-            taken = {id(item) for item in chunk}
-            self._pending = [item for item in self._pending if id(item) not in taken]
-            for _, request in chunk:
+                short = [t for t in self._pending if len(t) <= LONG_QUERY_CHARS]
+                texts = short[:max(1, min(QUERY_BATCH, -(-len(short) // self._n_slots)))]
+            chunk = {t: self._pending.pop(t) for t in texts}
+            self._encoding.update(chunk)
+            for request in chunk.values():
                 request.set_running_or_notify_cancel()
             return chunk
 
-    def _encode_chunk(self, chunk: list[tuple[str, Future]]) -> None:
-        """Answer every request of the chunk (an error goes to each of them, not to the thread that ran it).
-
-        Concurrent episodes of one task (trials, sweeps) ask the same queries at the same moment: each
-        distinct text is encoded once, and one another slot just encoded comes from the cache."""
-        with self._cache_lock:
-            vectors = {t: v for t, _ in chunk if (v := self._query_cache.get(t)) is not None}
-        unique = [t for t in dict.fromkeys(t for t, _ in chunk) if t not in vectors]
+    def _encode_chunk(self, chunk: dict[str, Future]) -> None:
+        """Answer every request of the chunk (an error goes to each of them, not to the thread that ran it)."""
+        texts = list(chunk)
         try:
-            fresh = dict(zip(unique, self._encode_queries(unique))) if unique else {}
+            vectors = list(self._encode_queries(texts))   # one row object per text: cached and returned
         except BaseException as exc:
-            for _, waiting in chunk:
-                waiting.set_exception(exc)
+            with self._cache_lock:
+                for t in texts:
+                    del self._encoding[t]
+            for request in chunk.values():
+                request.set_exception(exc)
             return
-        for t, vector in fresh.items():
-            vector.setflags(write=False)   # shared by every caller of the cache
-            if len(t) <= QUERY_CACHE_MAX_CHARS:
-                self._remember(t, vector)
-        vectors.update(fresh)
-        for t, waiting in chunk:
-            waiting.set_result(vectors[t])
-
-    def _remember(self, text: str, vector: np.ndarray) -> None:
-        with self._cache_lock:
-            self._query_cache[text] = vector
-            if len(self._query_cache) > QUERY_CACHE_SIZE:
+        with self._cache_lock:   # cached before it stops being encoded: no moment in which neither holds it
+            for t, vector in zip(texts, vectors):
+                vector.setflags(write=False)   # shared by every caller of the cache
+                if len(t) <= QUERY_CACHE_MAX_CHARS:
+                    self._query_cache[t] = vector
+                del self._encoding[t]
+            while len(self._query_cache) > QUERY_CACHE_SIZE:
                 self._query_cache.popitem(last=False)
+        for t, vector in zip(texts, vectors):
+            chunk[t].set_result(vector)
 
     def clear_cache(self) -> None:
         """Forget cached query vectors (benchmarks time cold queries)."""

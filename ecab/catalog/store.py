@@ -531,8 +531,7 @@ class CatalogShard:
         self._review_vector_cache = _LRU(1024)
         self._embedder = embedder
         self._path, self._versions = root / f"shard-{index:02d}", versions
-        self._async_tables: dict[str, Any] = {}   # the tables on lancedb's async API (per-call reads)
-        self._async_pid = os.getpid()
+        self._async_tables: dict[tuple[int, str], Any] = {}   # (pid, name) -> table on lancedb's async API
         self._async_lock = threading.Lock()
 
     @property
@@ -584,18 +583,17 @@ class CatalogShard:
     def _table(self, name: str):
         """`products` or `reviews` at its built version on lancedb's async API, for the reads every tool
         call makes (searches, lookups; see _QueryLoop). Opened on first use, in the process that uses it."""
+        key = (os.getpid(), name)   # a table opened before a fork belongs to the parent's query loop
         with self._async_lock:
-            if self._async_pid != os.getpid():   # handles opened before a fork belong to the parent's loop
-                self._async_tables, self._async_pid = {}, os.getpid()
-            if name not in self._async_tables:
+            if key not in self._async_tables:
                 import lancedb
 
                 async def open_table():
                     db = await lancedb.connect_async(str(self._path))
                     return await db.open_table(name, version=self._versions[name])
 
-                self._async_tables[name] = _QueryLoop.run(open_table())
-            return self._async_tables[name]
+                self._async_tables[key] = _QueryLoop.run(open_table())
+            return self._async_tables[key]
 
     def _rows(self, name: str, where: str, columns: list[str], limit: int) -> pa.Table:
         """The rows of `name` matching `where` (the BTree indexes make id and store lookups point reads)."""

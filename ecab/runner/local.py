@@ -1,7 +1,7 @@
 """runner=local: every episode in one process, many at once on one asyncio loop.
 
 Catalog lookups are blocking LanceDB calls that the tool box runs in threads, so hundreds of episodes can
-be in flight while the event loop stays free. Each finished episode is checkpointed at once, on a writer
+be in flight while the event loop stays free. Each finished episode is checkpointed at once, from a tool
 thread; the objects loaded before the run are frozen out of the collector's full scans (frozen_heap).
 `run_unit` is the one-episode body that `runner=ray`'s episode workers run too, so both runners execute
 the same episode code.
@@ -88,16 +88,14 @@ async def run_units(units: list[Unit], tasks: dict[str, Task], catalog, model_cf
     gate = asyncio.Semaphore(max(1, concurrency))
     widen_thread_pool(concurrency, catalog)
     bar = tqdm(total=len(units), desc="episodes", unit="ep", disable=not progress, dynamic_ncols=True)
-    # Checkpoints (JSON encoding, write, fsync) go to one thread: off the event loop, whose every stalled
-    # millisecond delays all episodes' replies (episodes of a wave end together), and one at a time.
-    checkpoints = ThreadPoolExecutor(1, thread_name_prefix="ecab-checkpoint")
-    loop = asyncio.get_running_loop()
 
     async def one(unit: Unit) -> Trajectory:
         async with gate:
             traj = await run_unit(unit, tasks[unit.task_id], catalog, model_cfg, settings,
                                   tool_options=tool_options, max_attempts=max_attempts, step_delay_s=step_delay_s)
-            await loop.run_in_executor(checkpoints, folder.append_trajectory, writer, traj)
+            # Off the event loop (JSON, write, fsync): its every stalled millisecond delays all episodes'
+            # replies, and the episodes of a wave end together.
+            await asyncio.to_thread(folder.append_trajectory, writer, traj)
             bar.update(1)
             if on_done:
                 on_done(traj)
@@ -107,7 +105,6 @@ async def run_units(units: list[Unit], tasks: dict[str, Task], catalog, model_cf
         with frozen_heap():
             return list(await asyncio.gather(*(one(u) for u in units)))
     finally:
-        checkpoints.shutdown(wait=True)
         bar.close()
 
 

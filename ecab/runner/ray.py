@@ -379,7 +379,6 @@ class EpisodeWorkerService:
         self.catalog = RemoteCatalog(meta, catalog_actors, mode=spec.search_mode)
         self.folder = RunFolder(spec.run_dir)
         self.rss_start_mb = _rss_mb()
-        self._write_lock = threading.Lock()
         self._started = False
         self.finished = 0
         limiter_settings = LimiterSettings(**(spec.limiter_settings or {}))
@@ -403,13 +402,9 @@ class EpisodeWorkerService:
         traj = await run_unit(unit_obj, self.tasks[unit_obj.task_id], self.catalog, self.spec.model_cfg,
                               self.settings, tool_options=self.spec.tool_options,
                               max_attempts=self.spec.max_attempts, step_delay_s=self.spec.step_delay_s)
-        await asyncio.to_thread(self._append, traj)
+        await asyncio.to_thread(self.folder.append_trajectory, self.worker_id, traj)
         self.finished += 1
         return {"key": list(unit_obj.key), "termination": traj.termination, "attempts": traj.attempts}
-
-    def _append(self, traj) -> None:
-        with self._write_lock:      # one part file per worker; appends from pool threads take turns
-            self.folder.append_trajectory(self.worker_id, traj)
 
     async def stats(self) -> dict:
         import resource

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -44,6 +45,7 @@ class RunFolder:
         self.verdicts_path = self.path / "verdicts.jsonl"
         self.summary_path = self.path / "summary.json"
         self.plots_dir = self.path / "plots"
+        self._append_lock = threading.Lock()
 
     def create(self) -> "RunFolder":
         self.trajectories_dir.mkdir(parents=True, exist_ok=True)
@@ -53,8 +55,9 @@ class RunFolder:
         return self.trajectories_dir / f"part-{writer}.jsonl"
 
     def append_trajectory(self, writer: str, traj: Trajectory) -> None:
+        """Safe from several threads: runners call it off their event loop, and appends take turns."""
         line = (dumps(traj) + "\n").encode("utf-8")
-        with self.part_path(writer).open("ab") as handle:
+        with self._append_lock, self.part_path(writer).open("ab") as handle:
             # A writer killed mid-line leaves a torn last line; start on a fresh line so the torn bytes
             # stay one skipped line instead of swallowing this record too.
             if handle.tell() > 0 and not _ends_with_newline(handle.name):
