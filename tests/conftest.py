@@ -1,18 +1,76 @@
-"""Session fixtures shared by the test files: the embedder (loaded once) and small built catalogs.
+"""Session fixtures shared by the test files: the released samples (optional), the embedder (loaded once)
+and small built catalogs.
 
 Building a catalog costs seconds (embedding), so each one is built once per session in a tmp dir.
+
+Released EComAgentBench samples are optional test data, never copied into the repository. Tests that need
+them take the `released_samples` fixture (the path of a released benchmark.jsonl), found in this order:
+$ECAB_RELEASED_SAMPLES, `../shared/real/benchmark_sample.jsonl` beside the clone, then the file the data-fetch
+command writes (`ecab.data.released_samples_default_path()`). When none exists those tests are skipped with
+one reason; with CI=true the session stops at once instead (CI has the samples; a skip there would hide a
+broken set-up).
 """
 from __future__ import annotations
 
+import inspect
 import itertools
+import os
 from pathlib import Path
 
 import pytest
 
 from ecab.catalog.base import CatalogBatch
+from ecab.data import released_samples_default_path
 from ecab.schema import Product, Review
 
-SHARED_DIR = Path(__file__).resolve().parents[2] / "shared"
+REPO_ROOT = Path(__file__).resolve().parents[1]
+RELEASED_SAMPLES_ENV = "ECAB_RELEASED_SAMPLES"
+SIBLING_SAMPLES = REPO_ROOT.parent / "shared" / "real" / "benchmark_sample.jsonl"
+RELEASED_SAMPLES_MISSING = (
+    f"released EComAgentBench samples not found: set {RELEASED_SAMPLES_ENV} to a released benchmark.jsonl "
+    f"(also looked for ../shared/real/benchmark_sample.jsonl and {released_samples_default_path()})")
+
+
+def find_released_samples() -> Path | None:
+    """$ECAB_RELEASED_SAMPLES (which must exist), else the first of the default places that exists, else None."""
+    named = os.environ.get(RELEASED_SAMPLES_ENV, "").strip()
+    if named:
+        path = Path(named).expanduser()
+        if not path.is_file():
+            raise pytest.UsageError(f"{RELEASED_SAMPLES_ENV}={named}: no such file")
+        return path
+    return next((p for p in (SIBLING_SAMPLES, released_samples_default_path()) if p.is_file()), None)
+
+
+_RELEASED = pytest.StashKey[object]()
+_FINDER_LINE = inspect.getsourcelines(find_released_samples)[1]
+
+
+def pytest_configure(config):
+    config.stash[_RELEASED] = find_released_samples()
+    if config.stash[_RELEASED] is None and os.environ.get("CI", "").strip().lower() in ("true", "1", "yes"):
+        raise pytest.UsageError(f"CI=true and {RELEASED_SAMPLES_MISSING}")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Report every skip for missing samples at one place (the finder), so pytest's summary folds them into
+    one line (a skip raised in a fixture is otherwise reported at each test's own location)."""
+    report = yield
+    if report.skipped and isinstance(report.longrepr, tuple) and RELEASED_SAMPLES_MISSING in str(report.longrepr[2]):
+        report.longrepr = (__file__, _FINDER_LINE, report.longrepr[2])
+    return report
+
+
+@pytest.fixture(scope="session")
+def released_samples(pytestconfig) -> Path:
+    """The released samples file; every test that needs it is skipped, with one reason, when there is none."""
+    path = pytestconfig.stash[_RELEASED]
+    if path is None:
+        pytest.skip(RELEASED_SAMPLES_MISSING)
+    return path
+
+
 SMALL_CATALOG_PRODUCTS = 400   # synthetic products in `small_catalog` (plus the probes below)
 SMALL_CATALOG_SEED = 7
 

@@ -19,7 +19,6 @@ REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "amazon"
 META = FIXTURES / "meta_All_Beauty.jsonl"
 REVIEWS = FIXTURES / "All_Beauty.jsonl"
-REAL_SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "real" / "benchmark_sample.jsonl"
 CAPPED = "B0FIXLOT01"  # the fixture product with 25 reviews
 
 
@@ -310,12 +309,12 @@ N_DISTRACTORS = 60
 
 
 @pytest.fixture(scope="module")
-def targets_catalog():
-    return list(iter_targets(REAL_SAMPLE, n_distractors=N_DISTRACTORS, seed=3, batch_size=16))
+def targets_catalog(released_samples):
+    return list(iter_targets(released_samples, n_distractors=N_DISTRACTORS, seed=3, batch_size=16))
 
 
-def test_targets_are_every_task_target_unchanged(targets_catalog):
-    tasks = read_tasks(REAL_SAMPLE)
+def test_targets_are_every_task_target_unchanged(targets_catalog, released_samples):
+    tasks = read_tasks(released_samples)
     products, _ = collect(targets_catalog)
     by_id = {p.product_id: p for p in products}
     for task in tasks:
@@ -324,8 +323,8 @@ def test_targets_are_every_task_target_unchanged(targets_catalog):
         assert target.to_dict() == task.target_product.to_dict()
 
 
-def test_target_reviews_state_each_review_opinion(targets_catalog):
-    tasks = read_tasks(REAL_SAMPLE)
+def test_target_reviews_state_each_review_opinion(targets_catalog, released_samples):
+    tasks = read_tasks(released_samples)
     _, reviews = collect(targets_catalog)
     opinion_tasks = [t for t in tasks if any(r.type == "review_opinion" for r in t.rubrics)]
     assert opinion_tasks
@@ -338,8 +337,8 @@ def test_target_reviews_state_each_review_opinion(targets_catalog):
                 assert any(rubric.opinion.rstrip(".") in text for text in texts), (task.id, rubric.opinion)
 
 
-def test_targets_plus_distractors_without_collisions(targets_catalog):
-    tasks = read_tasks(REAL_SAMPLE)
+def test_targets_plus_distractors_without_collisions(targets_catalog, released_samples):
+    tasks = read_tasks(released_samples)
     target_ids = {t.target_product.product_id for t in tasks}
     products, reviews = collect(targets_catalog)
     ids = [p.product_id for p in products]
@@ -353,27 +352,27 @@ def test_targets_plus_distractors_without_collisions(targets_catalog):
         assert {r.product_id for r in batch.reviews} <= {p.product_id for p in batch.products}
 
 
-def test_targets_catalog_is_deterministic(targets_catalog):
-    again = list(iter_targets(REAL_SAMPLE, n_distractors=N_DISTRACTORS, seed=3, batch_size=16))
+def test_targets_catalog_is_deterministic(targets_catalog, released_samples):
+    again = list(iter_targets(released_samples, n_distractors=N_DISTRACTORS, seed=3, batch_size=16))
     dump = lambda batches: [([p.to_dict() for p in b.products], [r.to_dict() for r in b.reviews]) for b in batches]
     assert dump(again) == dump(targets_catalog)
 
 
-def test_targets_only_catalog_needs_no_generator():
-    tasks = read_tasks(REAL_SAMPLE)
-    products, reviews = collect(iter_targets(REAL_SAMPLE, n_distractors=0))
+def test_targets_only_catalog_needs_no_generator(released_samples):
+    tasks = read_tasks(released_samples)
+    products, reviews = collect(iter_targets(released_samples, n_distractors=0))
     assert [p.product_id for p in products] == list(dict.fromkeys(t.target_product.product_id for t in tasks))
     assert [r.review_id for r in reviews] == list(range(1, len(reviews) + 1))
 
 
-def test_distractor_colliding_with_a_target_id_is_replaced(monkeypatch):
+def test_distractor_colliding_with_a_target_id_is_replaced(monkeypatch, released_samples):
     """A generator that happens to produce a target's id: that distractor is skipped, the count still holds."""
     import types
 
     from ecab.catalog.base import CatalogBatch
     from ecab.schema import Product, Review
 
-    target_id = read_tasks(REAL_SAMPLE)[0].target_product.product_id
+    target_id = read_tasks(released_samples)[0].target_product.product_id
 
     def iter_synthetic(n, seed):
         ids = [target_id] + [f"SYN{i:04d}" for i in range(n - 1)]
@@ -381,7 +380,7 @@ def test_distractor_colliding_with_a_target_id_is_replaced(monkeypatch):
                            reviews=[Review(review_id=7, product_id=pid, text=f"about {pid}") for pid in ids])
 
     monkeypatch.setitem(sys.modules, "ecab.catalog.synthetic", types.SimpleNamespace(iter_synthetic=iter_synthetic))
-    products, reviews = collect(iter_targets(REAL_SAMPLE, n_distractors=5, batch_size=4))
+    products, reviews = collect(iter_targets(released_samples, n_distractors=5, batch_size=4))
     distractors = [p for p in products if p.product_id.startswith("SYN")]
     assert [p.product_id for p in distractors] == [f"SYN{i:04d}" for i in range(5)]
     assert [p.title for p in products if p.product_id == target_id] != [f"thing {target_id}"]

@@ -30,7 +30,6 @@ from ecab.judge.rules import check_rubric
 from ecab.schema import Task, read_tasks
 
 REPO = Path(__file__).resolve().parents[1]
-REAL = Path(__file__).resolve().parents[2] / "shared" / "real" / "benchmark_sample.jsonl"
 N = 2
 
 
@@ -49,8 +48,8 @@ def built(small_catalog, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def real_rows():
-    return [json.loads(line) for line in REAL.read_text(encoding="utf-8").splitlines() if line.strip()]
+def real_rows(released_samples):
+    return [json.loads(line) for line in released_samples.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def test_builds_n_valid_tasks_per_intent(built):

@@ -13,24 +13,20 @@ from ecab.judge.episode import judge_trajectory
 from ecab.judge.review import ReviewChecker
 from ecab.schema import read_tasks
 
-from conftest import SHARED_DIR
 
-REAL = SHARED_DIR / "real" / "benchmark_sample.jsonl"
+@pytest.fixture(scope="module")
+def real_tasks(released_samples):
+    return read_tasks(released_samples)
 
 
 @pytest.fixture(scope="module")
-def real_tasks():
-    return read_tasks(REAL)
-
-
-@pytest.fixture(scope="module")
-def targets_catalog(tmp_path_factory, embedder):
+def targets_catalog(tmp_path_factory, embedder, released_samples):
     """catalog=targets for the released samples: their targets plus 300 synthetic distractors, in LanceDB."""
     from ecab.catalog.amazon import iter_targets
     from ecab.catalog.store import LanceCatalog, build_catalog
 
     out = tmp_path_factory.mktemp("targets") / "catalog"
-    build_catalog(iter_targets(REAL, n_distractors=300, seed=0), out, shards=1, embedder=embedder,
+    build_catalog(iter_targets(released_samples, n_distractors=300, seed=0), out, shards=1, embedder=embedder,
                   fingerprint="test-targets", progress=False)
     return LanceCatalog.open(out, embedder=embedder)
 

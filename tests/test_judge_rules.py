@@ -2,8 +2,6 @@
 with the real embedder, and the threshold calibration behind REVIEW_MATCH_THRESHOLD."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from ecab.judge import (
@@ -21,9 +19,6 @@ from ecab.judge.normalize import contains_phrase, keyword_tokens, normalize
 from ecab.judge.review import choose_threshold, split_sentences
 from ecab.schema import Product, Review, Rubric, Task, Verdict, Voucher, read_tasks
 
-REAL = Path(__file__).resolve().parents[2] / "shared" / "real" / "benchmark_sample.jsonl"
-
-
 def product(**kw) -> Product:
     base = {"product_id": "P1", "title": "Widget", "store": "Acme", "price": 20.0, "average_rating": 4.2,
             "rating_number": 120, "features": [], "details": {}}
@@ -40,9 +35,9 @@ def judge(rtype, field, expected, prod, **kw) -> Verdict:
 
 
 @pytest.fixture(scope="module")
-def real_tasks() -> list[Task]:
-    tasks = read_tasks(REAL)
-    assert len(tasks) == 34
+def real_tasks(released_samples) -> list[Task]:
+    tasks = read_tasks(released_samples)
+    assert tasks
     return tasks
 
 

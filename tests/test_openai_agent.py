@@ -26,10 +26,7 @@ from ecab.runner.limits import reset_limiters
 from ecab.schema import read_tasks
 from ecab.sim import SimServer
 
-from conftest import SHARED_DIR
-
 ROOT = Path(__file__).resolve().parents[1]
-REAL = SHARED_DIR / "real" / "benchmark_sample.jsonl"
 FAKE_KEY = "sk-ecab-test-DO-NOT-LEAK-7f3a9c"
 
 
@@ -50,17 +47,17 @@ def fresh_limiters():
 
 
 @pytest.fixture(scope="module")
-def tasks():
-    return read_tasks(REAL)[:4]
+def tasks(released_samples):
+    return read_tasks(released_samples)[:4]
 
 
 @pytest.fixture(scope="module")
-def catalog(tmp_path_factory, embedder):
+def catalog(tmp_path_factory, embedder, released_samples):
     from ecab.catalog.amazon import iter_targets
     from ecab.catalog.store import LanceCatalog, build_catalog
 
     out = tmp_path_factory.mktemp("targets") / "catalog"
-    build_catalog(iter_targets(REAL, n_distractors=30, seed=0), out, shards=1, embedder=embedder,
+    build_catalog(iter_targets(released_samples, n_distractors=30, seed=0), out, shards=1, embedder=embedder,
                   fingerprint="test-agent-targets", progress=False)
     return LanceCatalog.open(out, embedder=embedder)
 

@@ -11,8 +11,7 @@ from ecab.config import load_config
 from ecab.run import judge_and_reduce, load_tasks, open_catalog, prepare_folder, run_episodes, validate
 from ecab.runner.store import RunFolder
 
-REAL = Path(__file__).resolve().parents[2] / "shared" / "real" / "benchmark_sample.jsonl"
-BASE = ["model=heuristic", "catalog=targets", "benchmark=file", f"benchmark.path={REAL}", "catalog.products=150",
+BASE = ["model=heuristic", "catalog=targets", "benchmark=file", "catalog.products=150",
         "catalog.shards=2", "benchmark.limit=8", "budget=30", "run.progress=false"]
 RAY = ["runner=ray", "runner.workers=2", "runner.concurrency=4"]
 TIMING_KEYS = ("wall_s", "tool_latency_s", "agent_latency_s", "latency")
@@ -32,13 +31,14 @@ def ray_cluster():
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("ray-cache")
+def base(tmp_path_factory, released_samples):
+    """The module's overrides: the released samples, their targets as the catalog, one cache for all runs."""
+    return [*BASE, f"benchmark.path={released_samples}", f"cache_dir={tmp_path_factory.mktemp('ray-cache')}"]
 
 
-def run_stages(cache_dir, run_dir, *overrides, on_done=None, pool=None):
+def run_stages(base, run_dir, *overrides, on_done=None, pool=None):
     """The main job's stages (main_job, with a hook into the episode stage)."""
-    cfg = load_config([*BASE, f"cache_dir={cache_dir}", f"run.dir={run_dir}", *overrides])
+    cfg = load_config([*base, f"run.dir={run_dir}", *overrides])
     validate(cfg)
     catalog = open_catalog(cfg)
     tasks = load_tasks(cfg, catalog)
@@ -62,26 +62,26 @@ def trajectories(folder: RunFolder) -> dict:
 
 
 @pytest.fixture(scope="module")
-def pool(ray_cluster, cache_dir):
+def pool(ray_cluster, base):
     """2 shards x 2 replicas of catalog actors, shared by the module's Ray runs (as a budget study does)."""
     from ecab.runner.ray import CatalogPool
 
-    catalog = open_catalog(load_config([*BASE, f"cache_dir={cache_dir}"]))
+    catalog = open_catalog(load_config(base))
     pool = CatalogPool(Path(catalog.path).resolve(), catalog.meta, replicas=2)
     yield pool
     pool.shutdown()
 
 
 @pytest.fixture(scope="module")
-def local_run(cache_dir, tmp_path_factory):
-    return run_stages(cache_dir, tmp_path_factory.mktemp("runs-local"), "run.name=local")
+def local_run(base, tmp_path_factory):
+    return run_stages(base, tmp_path_factory.mktemp("runs-local"), "run.name=local")
 
 
-def test_two_node_ray_run_matches_local(ray_cluster, local_run, pool, cache_dir, tmp_path):
+def test_two_node_ray_run_matches_local(ray_cluster, local_run, pool, base, tmp_path):
     import ray
 
     assert len([n for n in ray.nodes() if n["Alive"]]) == 2
-    folder, stats, summary = run_stages(cache_dir, tmp_path, *RAY, "run.name=ray", pool=pool)
+    folder, stats, summary = run_stages(base, tmp_path, *RAY, "run.name=ray", pool=pool)
     local_folder, _, local_summary = local_run
     assert stats["runner"] == "ray" and stats["catalog_shards"] == 2 and stats["catalog_replicas"] == 2
     assert stats["nodes"] == 2, "actors should spread over both nodes"
@@ -93,7 +93,7 @@ def test_two_node_ray_run_matches_local(ray_cluster, local_run, pool, cache_dir,
     assert json.loads(folder.manifest_path.read_text())["runner_stats"]["runner"] == "ray"
 
 
-def test_killed_catalog_actor_and_worker_lose_nothing(ray_cluster, local_run, pool, cache_dir, tmp_path):
+def test_killed_catalog_actor_and_worker_lose_nothing(ray_cluster, local_run, pool, base, tmp_path):
     import ray
 
     killed = {}
@@ -109,7 +109,7 @@ def test_killed_catalog_actor_and_worker_lose_nothing(ray_cluster, local_run, po
             killed["worker_in_flight"] = victim.in_flight
             ray.kill(victim.handle)
 
-    folder, stats, summary = run_stages(cache_dir, tmp_path, *RAY, "runner.step_delay_s=0.05",
+    folder, stats, summary = run_stages(base, tmp_path, *RAY, "runner.step_delay_s=0.05",
                                         "run.name=faults", on_done=saboteur, pool=pool)
     assert killed["catalog"] and killed["worker_in_flight"] >= 1
     assert stats["catalog_actor_restarts"] >= 1
@@ -220,11 +220,10 @@ def test_a_tasks_units_go_to_one_worker_and_an_idle_worker_takes_from_the_longes
     assert queue.pop_for(1) == stolen
 
 
-def test_a_one_shard_catalog_answers_a_hybrid_search_in_one_actor_call_with_the_local_pages(ray_cluster,
-                                                                                            cache_dir):
+def test_a_one_shard_catalog_answers_a_hybrid_search_in_one_actor_call_with_the_local_pages(ray_cluster, base):
     from ecab.runner.ray import CatalogPool, RemoteCatalog
 
-    catalog = open_catalog(load_config([*BASE, f"cache_dir={cache_dir}", "catalog.shards=1"]))
+    catalog = open_catalog(load_config([*base, "catalog.shards=1"]))
     pool = CatalogPool(Path(catalog.path).resolve(), catalog.meta, replicas=1)
     try:
         remote = RemoteCatalog(catalog.meta, pool.actors, mode="hybrid")

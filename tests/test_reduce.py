@@ -472,10 +472,10 @@ def test_python_dash_m_entry_point(run, tmp_path):
     assert (run_dir / "summary.md").is_file() and "accuracy 50.0%" in done.stdout
 
 
-def test_real_released_tasks_group_by_their_own_fields():
+def test_real_released_tasks_group_by_their_own_fields(released_samples):
     """The released samples' shapes (vouchers of every kind, implicit counts, categories) reduce cleanly."""
     from ecab.schema import read_tasks
-    real = read_tasks(REPO.parent / "shared" / "real" / "benchmark_sample.jsonl")
+    real = read_tasks(released_samples)
     tasks = {t.id: t for t in real}
     trajectories, judgements = [], []
     for t in real:

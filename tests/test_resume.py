@@ -17,9 +17,8 @@ from ecab.runner.store import RunFolder
 from ecab.schema import Trajectory
 
 ROOT = Path(__file__).resolve().parents[1]
-REAL = Path(__file__).resolve().parents[2] / "shared" / "real" / "benchmark_sample.jsonl"
 N_TASKS = 6
-BASE = ["model=heuristic", "catalog=targets", "benchmark=file", f"benchmark.path={REAL}", "catalog.products=150",
+BASE = ["model=heuristic", "catalog=targets", "benchmark=file", "catalog.products=150",
         f"benchmark.limit={N_TASKS}", "budget=30", "run.progress=false"]
 
 
@@ -37,10 +36,16 @@ def cache_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(cache_dir, tmp_path_factory):
+def base(cache_dir, released_samples):
+    """The module's overrides: the released samples, their targets as the catalog, one cache for all runs."""
+    return [*BASE, f"benchmark.path={released_samples}", f"cache_dir={cache_dir}"]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(base, tmp_path_factory):
     """The reference: the same run without interruption (it also builds the cached catalog)."""
     run_dir = tmp_path_factory.mktemp("runs")
-    cfg = load_config([*BASE, f"cache_dir={cache_dir}", f"run.dir={run_dir}", "run.name=whole"])
+    cfg = load_config([*base, f"run.dir={run_dir}", "run.name=whole"])
     return main_job(cfg)
 
 
@@ -56,8 +61,8 @@ def wait_for_lines(path: Path, n: int, proc: subprocess.Popen, timeout: float = 
     raise AssertionError(f"{path}: fewer than {n} episodes after {timeout} s")
 
 
-def test_kill_9_then_rerun_equals_an_uninterrupted_run(cache_dir, uninterrupted, tmp_path):
-    overrides = [*BASE, f"cache_dir={cache_dir}", f"run.dir={tmp_path}", "run.name=killed"]
+def test_kill_9_then_rerun_equals_an_uninterrupted_run(base, uninterrupted, tmp_path):
+    overrides = [*base, f"run.dir={tmp_path}", "run.name=killed"]
     # Slow episodes down (a config knob that never changes results) so the kill lands mid-run.
     slow = [*overrides, "runner.step_delay_s=0.15", "runner.concurrency=2"]
     proc = subprocess.Popen([sys.executable, "-m", "ecab.run", *slow], cwd=ROOT, stdout=subprocess.PIPE,

@@ -87,8 +87,9 @@ def test_cli_error_is_one_line_and_exit_2(tmp_path):
 
 def test_malformed_benchmark_file_names_the_line(tmp_path):
     bad = tmp_path / "b.jsonl"
-    real = (ROOT.parent / "shared" / "real" / "benchmark_sample.jsonl").read_text().splitlines()
-    bad.write_text(real[0] + "\n" + real[1][:50] + "\n")
+    good = json.dumps({"id": "t1", "intent_category": "product_search", "user_query": "a laptop",
+                       "target_product": {"product_id": "P1", "title": "Laptop"}, "rubrics": []})
+    bad.write_text(good + "\n" + good[:50] + "\n")
     cfg = load_config(["benchmark=file", f"benchmark.path={bad}", f"cache_dir={tmp_path}", "catalog=targets"])
     with pytest.raises(Exception, match=r"b\.jsonl:2: malformed JSON"):
         main_job(cfg)

@@ -14,7 +14,6 @@ from ecab.env import tools
 from ecab.env.tools import TOOL_ORDER, ToolBox, tool_schemas
 
 SPEC = Path(__file__).resolve().parents[2] / "shared" / "SPEC.md"
-REAL = Path(__file__).resolve().parents[2] / "shared" / "real" / "benchmark_sample.jsonl"
 
 
 class FakeCatalog:
@@ -340,8 +339,8 @@ def test_concurrent_episodes_share_one_loop(catalog):
     assert asyncio.run(main()) == [(1, f"{i * 2}\n", 3) for i in range(30)]
 
 
-def test_real_task_toolbox(catalog):
-    task = schema.read_tasks(REAL)[0]
+def test_real_task_toolbox(catalog, released_samples):
+    task = next(t for t in schema.read_tasks(released_samples) if t.id == "v3_sample_0001")
     box = ToolBox(catalog, task)
     profile = call(box, "get_user_profile", {}).content["profile"]
     assert profile == task.user_persona.to_dict() and profile["user_id"] == "U_62534"

@@ -1,17 +1,13 @@
-"""ScriptedUser: every rule of SPEC §2.2 tool 8, hand-computed, plus the real released scripts."""
+"""ScriptedUser: every rule of docs/original-harness.md §2.2 tool 8, hand-computed, plus the real released scripts."""
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import pytest
 
 from ecab import schema
 from ecab.env.user import (TOO_LONG, TOO_MANY_TURNS, ScriptedUser, original_score, persona_is_empty,
                            profile_response, strict_score)
-
-REAL = Path(__file__).resolve().parents[2] / "shared" / "real" / "benchmark_sample.jsonl"
-
 
 def make_script(slots: list[tuple[str, list[str]]], **extra) -> schema.ClarificationScript:
     data = {"clarification_slots": [{"slot_id": sid, "linked_rubric_ids": [], "hidden_info": "",
@@ -175,44 +171,46 @@ def test_profile_response():
 # Real released scripts
 # ---------------------------------------------------------------------------------------------------------
 
-REAL_TASKS = schema.read_tasks(REAL)
+@pytest.fixture(scope="module")
+def real_tasks(released_samples):
+    return schema.read_tasks(released_samples)
 
 
-def test_real_samples_loaded():
-    assert len(REAL_TASKS) == 34
-    assert all(t.clarification_script.clarification_slots for t in REAL_TASKS)
+def test_real_samples_loaded(real_tasks):
+    assert real_tasks
+    assert all(t.clarification_script.clarification_slots for t in real_tasks)
 
 
-@pytest.mark.parametrize("task", REAL_TASKS, ids=lambda t: t.id)
-def test_real_first_keyword_question_reveals_a_slot(task):
-    script = task.clarification_script
-    for slot in script.clarification_slots:
-        question = f"What {slot.trigger_keywords[0]} do you want?"
+def test_real_first_keyword_question_reveals_a_slot(real_tasks):
+    for task in real_tasks:
+        script = task.clarification_script
+        for slot in script.clarification_slots:
+            question = f"What {slot.trigger_keywords[0]} do you want?"
+            user = ScriptedUser(script)
+            revealed = user.reveals(question)
+            assert revealed is not None, (task.id, slot.slot_id, question)
+            # Alone in a script, the slot is reached by its own first keyword.
+            alone = schema.ClarificationScript.from_dict({"clarification_slots": [slot.to_dict()]})
+            assert ScriptedUser(alone).ask(question)["user_response"] == slot.user_response, task.id
+
+
+def test_real_scripts_fully_revealed_by_keyword_questions(real_tasks):
+    for task in real_tasks:
+        script = task.clarification_script
         user = ScriptedUser(script)
-        revealed = user.reveals(question)
-        assert revealed is not None, (task.id, slot.slot_id, question)
-        # Alone in a script, the slot is reached by its own first keyword.
-        alone = schema.ClarificationScript.from_dict({"clarification_slots": [slot.to_dict()]})
-        assert ScriptedUser(alone).ask(question)["user_response"] == slot.user_response
+        for _ in script.clarification_slots:
+            # Ask about the first still-hidden slot; its keyword scores >= 2 for it, so SOME hidden slot opens.
+            hidden = next(s for s in script.clarification_slots if s.slot_id not in user.revealed_slot_ids)
+            assert user.ask(f"What {hidden.trigger_keywords[0]} do you want?")["user_response"] != \
+                script.default_response, task.id
+        # Each question revealed one hidden slot, so n questions revealed all n slots.
+        assert set(user.revealed_slot_ids) == {s.slot_id for s in script.clarification_slots}, task.id
+        assert user.turns_remaining == script.max_clarification_turns - len(script.clarification_slots)
+        assert all(s.revealed is False for s in script.clarification_slots)  # the task is untouched
 
 
-@pytest.mark.parametrize("task", REAL_TASKS, ids=lambda t: t.id)
-def test_real_scripts_fully_revealed_by_keyword_questions(task):
-    script = task.clarification_script
-    user = ScriptedUser(script)
-    for _ in script.clarification_slots:
-        # Ask about the first still-hidden slot; its keyword scores >= 2 for it, so SOME hidden slot opens.
-        hidden = next(s for s in script.clarification_slots if s.slot_id not in user.revealed_slot_ids)
-        assert user.ask(f"What {hidden.trigger_keywords[0]} do you want?")["user_response"] != \
-            script.default_response
-    # Each question revealed one hidden slot, so n questions revealed all n slots.
-    assert set(user.revealed_slot_ids) == {s.slot_id for s in script.clarification_slots}
-    assert user.turns_remaining == script.max_clarification_turns - len(script.clarification_slots)
-    assert all(s.revealed is False for s in script.clarification_slots)  # the task is untouched
-
-
-def test_real_sample_hand_checked():
-    task = next(t for t in REAL_TASKS if t.id == "v3_sample_0001")
+def test_real_sample_hand_checked(real_tasks):
+    task = next(t for t in real_tasks if t.id == "v3_sample_0001")
     user = ScriptedUser(task.clarification_script)
     # cl_1 scores 3 (see test_scores_add_up_per_keyword), cl_2 scores 0.
     answer = user.ask("do you have any preference for the material?")
