@@ -1,4 +1,4 @@
-"""The catalog's detail-field vocabulary (SPEC §5.2), shared by the catalog, construction, tools and judge.
+"""The catalog's detail-field vocabulary (docs/original-harness.md §5.2), used by catalog, construction, tools, judge.
 
 One table of canonical detail keys and their alias spellings, so that every stage reads a product's
 `details` the same way. `lookup_detail` is the single alias-aware, case-insensitive accessor.

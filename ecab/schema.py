@@ -1,4 +1,4 @@
-"""ecab's data model and the original harness's file formats (SPEC §5.12, §9).
+"""ecab's data model and the original harness's file formats (docs/original-harness.md §5.12, §9).
 
 Every record is a dataclass whose known keys are typed attributes. Keys the model does not know are kept
 in `extras`, and the key order seen on input is remembered, so reading a released `benchmark.jsonl` and
@@ -129,7 +129,7 @@ class Product(Record):
     """A catalog product in Amazon Reviews 2023 metadata shape (`product_id` = parent_asin)."""
 
     REQUIRED: ClassVar[tuple[str, ...]] = ("product_id",)
-    # The keys of a task's `target_product` (SPEC §5.12), in order.
+    # The keys of a task's `target_product` (docs/original-harness.md §5.12), in order.
     TARGET_KEYS: ClassVar[tuple[str, ...]] = ("product_id", "title", "main_category", "store", "average_rating",
                                               "rating_number", "price", "features", "description", "details")
 
@@ -168,7 +168,7 @@ class Product(Record):
 
 @dataclass
 class Review(Record):
-    """One product review, as the original `reviews` table keeps it (SPEC §1.3)."""
+    """One product review, as the original `reviews` table keeps it (docs/original-harness.md §1.3)."""
 
     REQUIRED: ClassVar[tuple[str, ...]] = ("product_id",)
 
@@ -187,7 +187,7 @@ class Review(Record):
 # ---------------------------------------------------------------------------------------------------------
 
 def _check_expected_value(rtype: str, value: Any, where: str) -> None:
-    """The expected_value shapes of SPEC §4.3 / §5.6, one clear message per wrong shape."""
+    """The expected_value shapes of docs/original-harness.md §4.3 / §5.6, one clear message per wrong shape."""
     if rtype in ("attribute_match", "entity_match", "store_match"):
         if not isinstance(value, str):
             raise _fail(where, f"{rtype} expects a string, got {json.dumps(value)}")
@@ -237,7 +237,7 @@ class NumericRange:
 
 @dataclass
 class Rubric(Record):
-    """A typed, source-tagged requirement (SPEC §5.6)."""
+    """A typed, source-tagged requirement (docs/original-harness.md §5.6)."""
 
     REQUIRED: ClassVar[tuple[str, ...]] = ("id", "type", "field", "expected_value")
 
@@ -344,7 +344,7 @@ def _discount(price: float, discount_type: str, face_value, discount, cap) -> fl
 
 @dataclass
 class Voucher(Record):
-    """A coupon_budget voucher: simple (fixed/percentage), tiered or stacked (SPEC §5.7)."""
+    """A coupon_budget voucher: simple (fixed/percentage), tiered or stacked (docs/original-harness.md §5.7)."""
 
     OMIT_IF_NONE: ClassVar[tuple[str, ...]] = ("tiers", "active_tier", "coupons")
 
@@ -413,7 +413,7 @@ class Voucher(Record):
 
 @dataclass
 class Task(Record):
-    """One benchmark sample: the 18 keys of the released `benchmark.jsonl` (SPEC §9), in order."""
+    """One benchmark sample: the 18 keys of the released `benchmark.jsonl` (docs/original-harness.md §9), in order."""
 
     REQUIRED: ClassVar[tuple[str, ...]] = ("id", "intent_category", "user_query", "target_product", "rubrics")
     OMIT_IF_NONE: ClassVar[tuple[str, ...]] = ("error_message",)
@@ -598,7 +598,7 @@ class Step(Record):
 
 @dataclass
 class Trajectory(Record):
-    """One episode: the original's predictions line (SPEC §3.3) followed by ecab's own fields."""
+    """One episode: the original's predictions line (docs/original-harness.md §3.3) followed by ecab's own fields."""
 
     # -- the original predictions line
     id: str = ""
@@ -643,7 +643,7 @@ class Trajectory(Record):
 class Judgement(Record):
     """The verdicts of one episode (one line of `verdicts.jsonl`).
 
-    correct = exact_product_match OR all_satisfied (SPEC §4.4). A rubric whose verdict is unscored
+    correct = exact_product_match OR all_satisfied (docs/original-harness.md §4.4). A rubric whose verdict is unscored
     (satisfied None) makes `all_satisfied` None unless another rubric already failed; such episodes are
     reported as unscored, not counted wrong.
     """

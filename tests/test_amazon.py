@@ -239,7 +239,7 @@ CREATE VIRTUAL TABLE reviews_fts USING fts5(title, text, content='reviews', cont
 
 
 def write_product_db(path: Path, products, reviews, *, with_reviews: bool = True) -> None:
-    """A product.db laid out as the original build writes it (SPEC §1.2-§1.3)."""
+    """A product.db laid out as the original build writes it (docs/original-harness.md §1.2-§1.3)."""
     conn = sqlite3.connect(path)
     conn.executescript(PRODUCTS_DDL + (REVIEWS_DDL if with_reviews else ""))
     for p in products:
@@ -331,7 +331,7 @@ def test_target_reviews_state_each_review_opinion(targets_catalog, released_samp
     for task in tasks:
         pid = task.target_product.product_id
         texts = [r.text for r in reviews if r.product_id == pid]
-        assert len(texts) >= 10  # SPEC §5.10: review_driven needs 10 reviews
+        assert len(texts) >= 10  # docs/original-harness.md §5.10: review_driven needs 10 reviews
         for rubric in task.rubrics:
             if rubric.type == "review_opinion":
                 assert any(rubric.opinion.rstrip(".") in text for text in texts), (task.id, rubric.opinion)

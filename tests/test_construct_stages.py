@@ -1,4 +1,4 @@
-"""Property tests for the construction stages, each run alone (SPEC §5.3-§5.7, §5.10).
+"""Property tests for the construction stages, each run alone (docs/original-harness.md §5.3-§5.7, §5.10).
 
 Products come straight from the synthetic generator (no store needed): 400 products, built once.
 """

@@ -94,7 +94,7 @@ def test_planted_hidden_value_in_the_query_is_a_leak(valid):
 
 
 def test_planted_implicit_value_in_the_query_is_a_leak(valid):
-    def long_implicit(d):   # values of <= 2 characters are not checked (SPEC §5.11)
+    def long_implicit(d):   # values of <= 2 characters are not checked (docs/original-harness.md §5.11)
         return [r for r in d.rubrics if r.id in d.implicit_rubric_ids and len(str(r.expected_value)) > 2]
 
     d = _first(valid, long_implicit)

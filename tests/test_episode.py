@@ -1,5 +1,5 @@
-"""The episode loop (SPEC §3.2) against the real tool box and a real LanceDB catalog of the released
-samples' targets (catalog=targets), plus the real-sample oracle check."""
+"""The episode loop (docs/original-harness.md §3.2) against the real tool box and a real LanceDB catalog of the
+released samples' targets (catalog=targets), plus the real-sample oracle check."""
 import asyncio
 import json
 

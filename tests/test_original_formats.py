@@ -1,4 +1,5 @@
-"""Import/export of the original harness's predictions and evaluation-results files (SPEC §3.3, §4.1)."""
+"""Import/export of the original harness's predictions and evaluation-results files
+(docs/original-harness.md §3.3, §4.1)."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
-"""The LanceDB catalog store against real LanceDB and real embeddings (SPEC §1.2-§1.4, §2.2 tools 1, 4, 6)."""
+"""The LanceDB catalog store against real LanceDB and real embeddings (docs/original-harness.md §1.2-§1.4,
+§2.2 tools 1, 4, 6)."""
 from __future__ import annotations
 
 import json

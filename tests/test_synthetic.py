@@ -167,7 +167,8 @@ def test_every_product_has_enough_detail_fields(catalog):
     for p in catalog[0]:
         present = [f for f in DETAIL_FIELDS if lookup_detail(p.details, f) is not None]
         assert len(present) >= 8, (p.product_id, present)
-        # The original DB counts implicit-eligible keys by exact name with a truthy value (SPEC §1.2).
+        # The original DB counts implicit-eligible keys by exact name with a truthy value
+        # (docs/original-harness.md §1.2).
         exact_implicit = [k for k in IMPLICIT_ELIGIBLE_FIELDS if p.details.get(k)]
         assert len(exact_implicit) >= 3, (p.product_id, exact_implicit)
     many = sum(len([f for f in DETAIL_FIELDS if lookup_detail(p.details, f)]) >= 10 for p in catalog[0])

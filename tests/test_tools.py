@@ -13,7 +13,7 @@ from ecab.catalog.base import CatalogReader, SearchHit, SearchPage
 from ecab.env import tools
 from ecab.env.tools import TOOL_ORDER, ToolBox, tool_schemas
 
-SPEC = Path(__file__).resolve().parents[2] / "shared" / "SPEC.md"
+HARNESS_DOC = Path(__file__).resolve().parents[1] / "docs" / "original-harness.md"
 
 
 class FakeCatalog:
@@ -111,9 +111,10 @@ def call(box, name, args):
 # Schemas
 # ---------------------------------------------------------------------------------------------------------
 
-def spec_tool_sections() -> dict[str, str]:
-    text = SPEC.read_text(encoding="utf-8")
-    parts = re.split(r"^#### \d+\) `(\w+)`.*$", text, flags=re.M)
+def doc_tool_sections() -> dict[str, str]:
+    """docs/original-harness.md §2.2: one `#### Tool N: `name`` section per tool, in the original's order."""
+    text = HARNESS_DOC.read_text(encoding="utf-8")
+    parts = re.split(r"^#### Tool \d+: `(\w+)`.*$", text, flags=re.M)
     return {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
 
 
@@ -128,37 +129,19 @@ def test_schema_order_and_shape():
     assert isinstance(CatalogReader, type)
 
 
-def test_descriptions_match_spec_text():
-    sections = spec_tool_sections()
-    assert list(sections)[:10] == list(TOOL_ORDER)
+def test_descriptions_match_the_documented_text():
+    sections = doc_tool_sections()
+    assert list(sections) == list(TOOL_ORDER)
     for name in TOOL_ORDER:
-        match = re.search(r'- Description: "(.*)"', sections[name])
+        match = re.search(r"^> (.*)$", sections[name], flags=re.M)
         assert match and tools.TOOL_DESCRIPTIONS[name] == match.group(1), name
 
 
-def test_parameter_schemas_match_spec_json():
-    sections = spec_tool_sections()
+def test_parameter_schemas_match_the_documented_json():
+    sections = doc_tool_sections()
     for name in TOOL_ORDER:
-        raw = re.search(r"- Params: `(\{.*\})`", sections[name]).group(1)
-        spec = json.loads(raw)
-        ours = tools.TOOL_PARAMETERS[name]
-        if "properties" in spec:  # given in full
-            assert ours == spec, name
-        else:  # given as the properties object, with "required" stated in the prose
-            assert ours["properties"] == spec, name
-            assert ours["required"] == REQUIRED_IN_PROSE[name], name
-
-
-REQUIRED_IN_PROSE = {
-    "filter_by_attribute": ["product_ids", "attribute_name", "attribute_value"],  # "all three required"
-    "get_product_details": ["product_id"],
-    "get_review_content": ["query", "product_id"],  # "both required"
-    "get_product_review_stats": ["product_ids"],
-    "get_store_products": ["store_name"],
-    "ask_user": ["question"],
-    "python_execute": ["code"],
-    "recommend_product": ["product_id", "reasoning"],
-}
+        documented = json.loads(re.search(r"^```json\n(.*?)^```$", sections[name], flags=re.M | re.S).group(1))
+        assert tools.TOOL_PARAMETERS[name] == documented, name
 
 
 def test_schema_copies_are_independent():
@@ -168,7 +151,7 @@ def test_schema_copies_are_independent():
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Error paths (SPEC §2.1)
+# Error paths (docs/original-harness.md §2.1)
 # ---------------------------------------------------------------------------------------------------------
 
 def test_invalid_json(box):

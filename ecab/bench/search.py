@@ -2,8 +2,8 @@
 
 A benchmark, not a test. For each catalog size it builds (or reuses, cached by fingerprint) a synthetic
 LanceDB catalog, builds an SQLite FTS5 title index over the same products (the original's engine:
-`fts5(title)`, unicode61, AND of quoted tokens, bm25; SPEC §1.2, §1.4), and runs the same shopper queries
-through every engine. Queries are an entity phrase of a catalog product plus one of its attribute values
+`fts5(title)`, unicode61, AND of quoted tokens, bm25; docs/original-harness.md §1.2, §1.4), and runs the same shopper
+queries through every engine. Queries are an entity phrase of a catalog product plus one of its attribute values
 ("black wireless charger"); `hit@20` is the share of queries whose source product is in the top 20.
 
     python -m ecab.bench.search [--sizes 10000,100000] [--queries 200] [--threads 8] [--tasks default|FILE]
@@ -104,7 +104,7 @@ def build_sqlite(catalog: LanceCatalog, path: Path) -> float:
 
 
 class SqliteSearch:
-    """SPEC §1.4's ProductDB.search: one connection per thread, read-only."""
+    """docs/original-harness.md §1.4's ProductDB.search: one connection per thread, read-only."""
 
     SQL = ("SELECT p.product_id FROM products_fts f JOIN products p ON p.rowid = f.rowid "
            "WHERE products_fts MATCH ? ORDER BY bm25(products_fts) LIMIT ?")

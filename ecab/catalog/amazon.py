@@ -4,12 +4,12 @@ Every source yields `CatalogBatch`es (products plus the reviews of exactly those
 be built from any of them in one streaming pass.
 
 - `iter_amazon`: the raw `meta_<Category>.jsonl` / `<Category>.jsonl` files of Amazon Reviews 2023, with the
-  original build's rules (SPEC §1.2-§1.3): `parent_asin` becomes `product_id`, the first occurrence wins,
-  `bought_together` is dropped, everything else is kept; reviews are kept only for known products and
+  original build's rules (docs/original-harness.md §1.2-§1.3): `parent_asin` becomes `product_id`, the first
+  occurrence wins, `bought_together` is dropped, everything else is kept; reviews are kept only for known products and
   capped at 20 per product with a seeded, process-independent pick.
 - `iter_product_db`: the prebuilt SQLite `product.db` of the original harness.
 - `iter_targets`: the target products of a `benchmark.jsonl` plus synthetic distractors. Released tasks
-  carry no review text (SPEC §9), so targets get synthetic reviews that state their task's
+  carry no review text (docs/original-harness.md §9), so targets get synthetic reviews that state their task's
   review_opinion rubrics, which lets the harness run on the real samples without the 25 GB DB.
 """
 from __future__ import annotations
@@ -26,9 +26,9 @@ from ecab.catalog.base import CatalogBatch
 from ecab.schema import FormatError, Product, Review, Task, iter_jsonl, iter_tasks
 
 META_PREFIX = "meta_"
-# Meta keys the original build removes (SPEC §1.2); `parent_asin` is moved to `product_id`.
+# Meta keys the original build removes (docs/original-harness.md §1.2); `parent_asin` is moved to `product_id`.
 DROPPED_META_KEYS = ("bought_together",)
-# Review keys the original `reviews` table keeps (SPEC §1.3); images, asin and user_id are dropped.
+# Review keys the original `reviews` table keeps (docs/original-harness.md §1.3); images, asin and user_id are dropped.
 REVIEW_COLUMNS = ("review_id", "product_id", "rating", "title", "text", "helpful_vote", "verified_purchase",
                   "timestamp")
 # SQLite's bound-parameter limit is 32766 in current builds but 999 in old ones: stay under both.
@@ -92,7 +92,7 @@ def iter_amazon(meta_paths: list[Path], review_paths: list[Path] | None = None, 
 
     Why `random.Random(str)`: a string seed is hashed with SHA-512 by `random`, so the pick is the same in
     every process and on every machine, unlike `hash()`, which PYTHONHASHSEED salts. (The paper DB used a
-    salted seed, so its subset cannot be reproduced; SPEC §1.3.)
+    salted seed, so its subset cannot be reproduced; docs/original-harness.md §1.3.)
 
     Review ids are 1, 2, ... over the kept reviews in file order, as the original's AUTOINCREMENT gives.
     """
@@ -281,7 +281,8 @@ def _product_batches(products: Iterable[Product], batch_size: int, reviews_of) -
 # ---------------------------------------------------------------------------------------------------------
 
 def iter_product_db(sqlite_path: Path, *, batch_size: int = 1000) -> Iterator[CatalogBatch]:
-    """Stream the original `product.db` (SPEC §1.2-§1.3): products in rowid order, reviews in review_id order.
+    """Stream the original `product.db` (docs/original-harness.md §1.2-§1.3): products in rowid order, reviews in
+    review_id order.
 
     `product_id` comes from the column; every other key from the `data` JSON. The file is opened read-only.
     """
@@ -305,7 +306,7 @@ def _check_product_db(conn: sqlite3.Connection, path: Path) -> None:
     missing = [t for t in ("products", "reviews") if t not in tables]
     if missing:
         raise FormatError(f"not an EComAgentBench product.db: missing table(s) {', '.join(missing)} "
-                          "(build products, then reviews, as SPEC §1.2-§1.3 describe)", path=path)
+                          "(build products, then reviews, as docs/original-harness.md §1.2-§1.3 describe)", path=path)
 
 
 def _iter_db_products(conn: sqlite3.Connection, path: Path, page: int) -> Iterator[Product]:

@@ -54,7 +54,7 @@ class CatalogReader(Protocol):
 
     def search(self, query: str, *, limit: int = 20, offset: int = 0, mode: str | None = None,
                where: str | None = None) -> SearchPage:
-        """mode: "hybrid" (default), "fts", "vector" or "original" (title-only AND, SPEC §1.4)."""
+        """mode: "hybrid" (default), "fts", "vector" or "original" (title-only AND, docs/original-harness.md §1.4)."""
 
     def store_products(self, store: str, *, limit: int = 20, offset: int = 0) -> SearchPage:
         """Exact, case-sensitive store match, stable order, true total."""

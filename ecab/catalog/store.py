@@ -8,8 +8,8 @@ Layout of a built catalog directory:
 
 Search modes (SearchPage.total is documented per mode; it is never the original's "ids fetched"):
 
-- ``original``: the original harness exactly (SPEC §1.4): the query is split on whitespace, the characters
-  ``" * ( ) - + ^ ~ :`` become spaces inside each token, every token is a quoted phrase, all phrases must
+- ``original``: the original harness exactly (docs/original-harness.md §1.4): the query is split on whitespace, the
+  characters ``" * ( ) - + ^ ~ :`` become spaces inside each token, every token is a quoted phrase, all phrases must
   match (AND), titles only, no stemming, BM25 order. The title index is built without stemming or stop
   words so this holds. ``total`` = every title that matches.
 - ``fts``: BM25 over ``search_text`` (title + brand + key detail values) with English stemming and stop
@@ -84,7 +84,7 @@ VECTOR_NPROBES = 16
 # A selective `where` prefilter can leave fewer than `limit` rows in the probed partitions; lancedb then
 # probes further partitions, up to this many (i.e. all of them), so filtered searches never come up short.
 VECTOR_MAX_NPROBES = 4096
-# The characters the original replaces with spaces inside each query token (SPEC §1.4).
+# The characters the original replaces with spaces inside each query token (docs/original-harness.md §1.4).
 _ORIGINAL_SPECIALS = re.compile(r'["*()\-+^~:]')
 # An FTS5 phrase with no letter or digit tokenizes to nothing and the original ignores it.
 _HAS_WORD = re.compile(r"[^\W_]")
@@ -125,7 +125,7 @@ def shard_of(product_id: str, n_shards: int) -> int:
 
 
 def original_phrases(query: str) -> list[str]:
-    """The phrases of the original's title search (SPEC §1.4); [] means "no results"."""
+    """The phrases of the original's title search (docs/original-harness.md §1.4); [] means "no results"."""
     phrases = []
     for token in query.split():
         phrase = _ORIGINAL_SPECIALS.sub(" ", token).strip()
@@ -687,8 +687,8 @@ class CatalogShard:
                        mode: str) -> list[str]:
         """Review JSONs of one product, best first. The product_id prefilter keeps other products out.
 
-        original: AND of quoted phrases over title + text (SPEC §1.4); fts: AND of terms; vector: cosine
-        similarity of the query to each review; hybrid: RRF of BM25 (any term) and vector.
+        original: AND of quoted phrases over title + text (docs/original-harness.md §1.4); fts: AND of terms;
+        vector: cosine similarity of the query to each review; hybrid: RRF of BM25 (any term) and vector.
         """
         if self.n_reviews == 0:
             return []

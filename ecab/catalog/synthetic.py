@@ -3,12 +3,13 @@
 What it makes, and why:
 - Products look like the metadata of the paper's four categories (All_Beauty, Electronics,
   Cell_Phones_and_Accessories, Office_Products) with the `main_category` values seen in the released tasks
-  (SPEC §9): ASIN-like ids, Amazon-style titles, a store, a price that is null about 30% of the time,
-  a rating, a heavy-tailed rating count, feature bullets, description paragraphs and a free-form
+  (docs/original-harness.md §9): ASIN-like ids, Amazon-style titles, a store, a price that is null about 30% of the
+  time, a rating, a heavy-tailed rating count, feature bullets, description paragraphs and a free-form
   `details` dict that mixes the canonical detail keys (ecab.fields.DETAIL_FIELDS), their raw alias
   spellings, and the noise keys real listings carry (Manufacturer, Best Sellers Rank, ...).
 - Real values are messy, so some are: multi-valued ("Nylon, Silicone", "Black/Blue"), all caps,
-  numeric-only, empty, non-English, or truncated long text ending in "See more" (SPEC §5.4 cleaning).
+  numeric-only, empty, non-English, or truncated long text ending in "See more"
+  (docs/original-harness.md §5.4 cleaning).
 - The catalog is hard on purpose: products come in FAMILIES of near-duplicates (same type, usually
   the same brand and store, similar titles) that differ in one or two detail values, so a target can
   not be found by its title alone.
@@ -40,7 +41,7 @@ MAIN_CATEGORIES = ("Computers", "Cell Phones & Accessories", "All Electronics", 
                    "Tools & Home Improvement", "Camera & Photo", "All Beauty", "Office Products")
 SOURCE_CATEGORIES = ("All_Beauty", "Electronics", "Cell_Phones_and_Accessories", "Office_Products")
 
-MAX_REVIEWS_PER_PRODUCT = 20  # the original review build caps at 20 (SPEC §1.3)
+MAX_REVIEWS_PER_PRODUCT = 20  # the original review build caps at 20 (docs/original-harness.md §1.3)
 
 
 @dataclass(frozen=True, eq=False)
@@ -1490,7 +1491,7 @@ def _base_values(rng: random.Random, ptype: ProductType, keys: list[str], brand:
 
 def _apply_odd_value(rng: random.Random, family_values: dict[str, str], ptype: ProductType,
                      keys: list[str], variant_keys: set[str]) -> None:
-    """Sometimes spoil one non-variant value the way real metadata is spoiled (SPEC §5.4 cleaning)."""
+    """Spoil one non-variant value now and then, as real metadata is (docs/original-harness.md §5.4, cleaning)."""
     roll, kind = rng.random(), None
     for name, p in _ODD_KINDS:
         if roll < p:

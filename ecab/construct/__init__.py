@@ -1,1 +1,1 @@
-"""Benchmark construction: the seven-stage pipeline of SPEC §5 (see pipeline.py)."""
+"""Benchmark construction: the seven-stage pipeline of docs/original-harness.md §5 (see pipeline.py)."""

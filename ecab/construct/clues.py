@@ -1,4 +1,4 @@
-"""The implicit clue table: one-hop paraphrases that hide an attribute value (SPEC §5.6 QueryBuilder rules).
+"""The implicit clue table: one-hop paraphrases hiding an attribute value (docs/original-harness.md §5.6 QueryBuilder).
 
 An implicit query rubric is stated through a clue that maps uniquely to its value without containing it
 ("Bluetooth" -> "the short-range wireless tech with a blue runic logo", "Cream" -> "a thick, semi-solid

@@ -1,4 +1,4 @@
-"""The plain data that flows through the construction stages (SPEC §5).
+"""The plain data that flows through the construction stages (docs/original-harness.md §5).
 
 sample -> extract (Features) -> voucher / opinions -> partition (Feature per source) -> rubrics (fixed in
 code: id, type, field, expected_value, info_source) -> verbalize (text only) -> validate.

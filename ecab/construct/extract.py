@@ -1,4 +1,4 @@
-"""Stage 2: extract verifiable features of a target product (SPEC §5.4).
+"""Stage 2: extract verifiable features of a target product (docs/original-harness.md §5.4).
 
 Detail fields (alias-aware), each kept with its intent's probability (Brand 0.2), a multi-option value
 reduced to one option, unclean values dropped; rating and rating-count thresholds from buckets; a price
@@ -66,7 +66,8 @@ def as_text(value: Any) -> str | None:
 
 
 def is_clean_value(value: str, bare_field: str) -> bool:
-    """SPEC §5.4's cleanliness rules: False when the value cannot be a crisp, checkable requirement."""
+    """The cleaning rules of docs/original-harness.md §5.4: False when the value cannot be a crisp, checkable
+    requirement."""
     if not value or len(value) > MAX_VALUE_CHARS:
         return False
     if "See more" in value or "See less" in value or _URL.search(value) or _HTML_ENTITY.search(value):
@@ -94,7 +95,7 @@ def reduce_options(value: str, bare_field: str, rng: random.Random) -> str:
 
 
 def is_valid_negative(feature: Feature) -> bool:
-    """A feature that can be turned into 'not these other values' (SPEC §5.4 step 7)."""
+    """A feature that can be turned into 'not these other values' (docs/original-harness.md §5.4 step 7)."""
     key = feature.detail_key
     if key is None or key not in NEGATIVE_ATTRIBUTE_FIELDS or feature.type != "attribute_match":
         return False
@@ -227,7 +228,8 @@ def mark_negatives(features: list[Feature], rng: random.Random) -> None:
 
 
 def select_diverse(features: list[Feature], max_features: int, rng: random.Random) -> list[Feature]:
-    """All features when few enough; else one random feature per type, then random fill (SPEC §5.4 step 8)."""
+    """All features when few enough; else one random feature per type, then random fill
+    (docs/original-harness.md §5.4 step 8)."""
     if len(features) <= max_features:
         return list(features)
     by_type: dict[str, list[Feature]] = {}
@@ -241,7 +243,8 @@ def select_diverse(features: list[Feature], max_features: int, rng: random.Rando
 
 def extract_features(product: Product, intent: str | Intent, rng: random.Random, prefer_fields: list[str] | None = None,
                      min_features: int = 8, max_features: int = 20) -> list[Feature]:
-    """The verifiable features of `product` for `intent` (SPEC §5.4), each with its expected_value fixed.
+    """The verifiable features of `product` for `intent` (docs/original-harness.md §5.4), each with its expected_value
+    fixed.
 
     Raises ExtractionError when fewer than `min_features` remain.
     """

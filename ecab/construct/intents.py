@@ -1,5 +1,5 @@
-"""The 8 intents as data (SPEC §5.3): sampling strategy, eligible fields per hidden source, implicit minimum,
-opening styles and generation rules. Everything downstream reads these tables; nothing branches on an
+"""The 8 intents as data (docs/original-harness.md §5.3): sampling strategy, eligible fields per hidden source,
+implicit minimum, opening styles and generation rules. Everything downstream reads these tables; nothing branches on an
 intent's name except through them.
 """
 from __future__ import annotations
@@ -22,14 +22,14 @@ BASE_CLARIFICATION_FIELDS = (
 
 ALL_OPENING_STYLES = ("problem-first", "context-first", "direct-request", "question-first")
 
-# SPEC §5.2: the chance that an extracted field is kept, before any intent override.
+# docs/original-harness.md §5.2: the chance that an extracted field is kept, before any intent override.
 DEFAULT_FIELD_PROBABILITY = {"average_rating": 0.3, "rating_number": 0.2, "price": 0.4, "store": 0.0,
                              "Brand": 0.2}
 
 
 @dataclass(frozen=True)
 class SamplingStrategy:
-    """Filters a product must pass to be a candidate target for an intent (SPEC §5.3 sampler)."""
+    """Filters a product must pass to be a candidate target for an intent (docs/original-harness.md §5.3 sampler)."""
 
     min_detail_fields: int = 6
     require_details_fields: tuple[str, ...] = ()
@@ -117,7 +117,7 @@ def _build() -> dict[str, Intent]:
     ]
     table = {}
     for intent in rows:
-        # The sampler requires as many implicit-eligible fields as the query will hide (SPEC §5.2).
+        # The sampler requires as many implicit-eligible fields as the query will hide (docs/original-harness.md §5.2).
         intent = replace(intent, sampling=replace(
             intent.sampling, min_implicit_eligible=MIN_IMPLICIT_COUNT_BY_INTENT.get(intent.id, 1)))
         assert not intent.persona_fields & intent.clarification_fields, intent.id

@@ -1,4 +1,4 @@
-"""Stage 3b: review opinions for review_driven (SPEC §5.10), taken from the target's real review text.
+"""Stage 3b: review opinions for review_driven (docs/original-harness.md §5.10), from the target's real review text.
 
 The original asked an LLM for "one atomic, verifiable 3-10 word opinion" per picked review. Offline and
 deterministic instead: the review is cut into sentences and clauses, generic praise ("love it", "great

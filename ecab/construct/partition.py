@@ -1,4 +1,4 @@
-"""Stage 4: split features over query / persona / clarification (SPEC §5.5).
+"""Stage 4: split features over query / persona / clarification (docs/original-harness.md §5.5).
 
 Persona gets max(2, floor(P x 0.25)) features, clarification the same, the query the rest (at least 4),
 where P counts the features that may move. Review opinions and budget stay in the query, and so does any

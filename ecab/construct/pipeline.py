@@ -1,4 +1,4 @@
-"""Construction orchestration: candidates -> stages -> verbalize -> validate -> benchmark.jsonl (SPEC §5).
+"""Construction: candidates -> stages -> verbalize -> validate -> benchmark.jsonl (docs/original-harness.md §5).
 
 `construct(cfg, catalog)` builds `n_per_intent` tasks for each configured intent:
 

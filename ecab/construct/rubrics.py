@@ -1,4 +1,4 @@
-"""Stage 5: the rubric plan, fixed in code (SPEC §5.6, PAPER App. D.1).
+"""Stage 5: the rubric plan, fixed in code (docs/original-harness.md §5.6, PAPER App. D.1).
 
 Every rubric's id, type, field, expected_value and info_source is decided here; the verbalizer later
 writes text around them and may not change them. Order: query -> persona -> clarification (r1..rN), then

@@ -1,4 +1,4 @@
-"""Stage 1: sample candidate target products for an intent (SPEC §5.3 sampler).
+"""Stage 1: sample candidate target products for an intent (docs/original-harness.md §5.3 sampler).
 
 Filters (the intent's SamplingStrategy): at least `min_detail_fields` of the 43 detail fields present
 (alias-aware, so "OS" counts for Operating System), `min_rating`, `min_rating_number`, a price when

@@ -1,4 +1,5 @@
-"""Mechanical validation of a verbalized draft (SPEC §5.11, PAPER §4 "Validation by design", App. D-E).
+"""Mechanical validation of a verbalized draft (docs/original-harness.md §5.11; the paper's §4 "Validation by design",
+App. D-E).
 
 `validate_draft` runs every check, records each problem as a readable string in
 `draft.validation_issues`, sets `draft.rejection` to the reason code of the first failing check (in the
@@ -20,8 +21,8 @@ Checks, in order (reason codes in REJECTION_REASONS):
 10. uniqueness: at most `max_matches` catalog products satisfy every rubric.
 
 Text matching uses the judge's normalization (`ecab.judge.normalize`) on token boundaries, with a simple
-plural allowed, for values longer than 2 characters (SPEC §5.11). Token boundaries avoid false leaks of
-short values inside words ("All" in "wall"); the original used a bare substring.
+plural allowed, for values longer than 2 characters (docs/original-harness.md §5.11). Token boundaries avoid false
+leaks of short values inside words ("All" in "wall"); the original used a bare substring.
 """
 from __future__ import annotations
 

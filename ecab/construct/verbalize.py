@@ -1,4 +1,4 @@
-"""Template verbalizer: turns a locked rubric plan into text (SPEC §5.6 QueryBuilder, §5.8, §5.9).
+"""Template verbalizer: a locked rubric plan into text (docs/original-harness.md §5.6 QueryBuilder, §5.8, §5.9).
 
 It writes only text: the user query, each query rubric's `description` / `query_surface`, the persona
 (`product_requirements` from the persona rubrics plus whitelisted noise) and the clarification script.
@@ -35,7 +35,7 @@ from ecab.judge.normalize import contains_phrase, normalize
 from ecab.schema import ClarificationScript, ClarificationSlot, Persona, Rubric, Voucher
 
 # ---------------------------------------------------------------------------------------------------------
-# Rubric record shapes (the released file's key orders, SPEC §5.6 "Final rubric shapes")
+# Rubric record shapes (the released file's key orders, docs/original-harness.md §5.6 "Final rubric shapes")
 # ---------------------------------------------------------------------------------------------------------
 
 QUERY_RUBRIC_KEYS = ["id", "type", "field", "expected_value", "description", "query_surface", "info_source"]
@@ -477,7 +477,8 @@ SINGLE_ITEM_VALUES = {"1", "1 count", "1 pack of 1", "1 item", "1 piece", "1 pac
 
 
 def number_of_items_mod(value: str, rng: random.Random) -> str:
-    """SPEC §5.2 Number of Items hints: single-item listing, exact N-item pack, else the exact phrase."""
+    """Number of Items hints (docs/original-harness.md §5.2): single-item listing, exact N-item pack, else the exact
+    phrase."""
     v = " ".join(str(value).split())
     if v.lower() in SINGLE_ITEM_VALUES:
         return rng.choice(["sold as a single-item listing", "offered as a single-item listing"])
@@ -532,7 +533,7 @@ def _coupon_terms(discount_type: str, face_value, discount, cap) -> str:
 
 
 def voucher_phrase(voucher: Voucher, rng: random.Random) -> str:
-    """The voucher described with every number (SPEC §5.6 budget hint)."""
+    """The voucher described with every number (docs/original-harness.md §5.6 budget hint)."""
     kind = voucher.kind
     if kind == "simple":
         owner = voucher.voucher_type or "store"
@@ -809,7 +810,7 @@ def build_query(draft: Draft, rng: random.Random) -> dict[str, str]:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Persona (SPEC §5.8): product_requirements from persona rubrics + whitelisted noise
+# Persona (docs/original-harness.md §5.8): product_requirements from persona rubrics + whitelisted noise
 # ---------------------------------------------------------------------------------------------------------
 
 NOISE_POOLS: dict[str, dict[str, list[Any]]] = {
@@ -851,7 +852,7 @@ NOISE_POOLS: dict[str, dict[str, list[Any]]] = {
 
 
 def persona_noise(rng: random.Random) -> dict[str, dict[str, Any]]:
-    """Whitelisted, product-free profile context (SPEC §5.8), in SAFE_NOISE_FIELDS order."""
+    """Whitelisted, product-free profile context (docs/original-harness.md §5.8), in SAFE_NOISE_FIELDS order."""
     noise: dict[str, dict[str, Any]] = {}
     for section, keys in SAFE_NOISE_FIELDS.items():
         noise[section] = {}
@@ -865,8 +866,8 @@ AVOID_KEY = "avoid_preferences"
 
 
 def product_requirements(rubrics: Iterable[Rubric]) -> dict[str, Any]:
-    """SPEC §5.8 mapping of persona rubrics; negatives go to `avoid_preferences` WITH their excluded values
-    (the original extended the list by `[]`)."""
+    """The persona mapping of docs/original-harness.md §5.8; negatives go to `avoid_preferences` WITH their
+    excluded values (the original extended the list by `[]`)."""
     reqs: dict[str, Any] = {}
     for r in rubrics:
         if r.info_source != "persona":
@@ -893,12 +894,13 @@ def build_persona(draft: Draft, rng: random.Random) -> Persona:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Clarification script (SPEC §5.9)
+# Clarification script (docs/original-harness.md §5.9)
 # ---------------------------------------------------------------------------------------------------------
 
 # Generic trigger keywords per dimension (besides the dimension name, always first). They avoid very
-# short tokens and common question words as substrings, because the ask_user rule is lenient (SPEC §2.2
-# tool 8: a keyword scores when it is a substring of the question or shares a >= 3-letter word with it).
+# short tokens and common question words as substrings, because the ask_user rule is lenient
+# (docs/original-harness.md §2.2 tool 8: a keyword scores when it is a substring of the question or shares a
+# >= 3-letter word with it).
 SLOT_KEYWORDS: dict[str, list[str]] = {
     "Special Feature": ["special features", "features", "functions", "capabilities", "extras", "built-in",
                         "functionality", "perks"],

@@ -1,4 +1,4 @@
-"""Stage 3a: the coupon_budget voucher (SPEC §5.7): simple 0.50, tiered 0.25, stacked 0.25.
+"""Stage 3a: the coupon_budget voucher (docs/original-harness.md §5.7): simple 0.50, tiered 0.25, stacked 0.25.
 
 Money is rounded to cents before the voucher is assembled, and `price_after_voucher` is then computed by
 `Voucher.apply(price)` itself, so the stored final price and the judge's arithmetic can never disagree.
@@ -107,7 +107,7 @@ def make_voucher(price: float, rng: random.Random) -> Voucher:
 
 
 def describe_voucher(voucher: Voucher) -> str:
-    """Every number of the voucher in one sentence (the budget rubric's query hint, SPEC §5.6)."""
+    """Every number of the voucher in one sentence (the budget rubric's query hint, docs/original-harness.md §5.6)."""
     def coupon(kind, face, pct, cap, threshold, who=""):
         who = f"{who} " if who else ""
         if kind == "fixed":

@@ -1,4 +1,4 @@
-"""The step loop of one episode (SPEC §3.2), shared by every agent.
+"""The step loop of one episode (docs/original-harness.md §3.2), shared by every agent.
 
 Faithful to the original where it defines the score: one executed tool call per turn (extra calls get the
 original's error reminder), a no-tool turn gets a reminder and a second one in a row ends the episode,

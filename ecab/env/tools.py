@@ -1,11 +1,12 @@
 """The agent's 10 tools: names, descriptions and JSON schemas exactly as the original sends them
-(SPEC §2.1, §2.2), and a per-episode `ToolBox` that executes calls with the original's error handling.
+(docs/original-harness.md §2.1, §2.2), and a per-episode `ToolBox` that executes calls with the original's error
+handling.
 
 Compatible with the original: tool names, order, descriptions, parameter schemas, return shapes, the
 error strings (`Invalid tool arguments JSON: ...`, `Unknown tool: ...`, `Tool call failed: <str(exc)>`,
 so a missing key reads `Tool call failed: 'query'`), and the `ask_user` rule (user.py).
 
-Deliberate differences (SPEC §8 items 5, 16, 17), each documented where it happens:
+Deliberate differences (docs/original-harness.md §8 items 5, 16, 17), each documented where it happens:
 - `search_products` goes through the catalog's search mode (hybrid by default; `search_mode="original"`
   selects the original title-only AND semantics) and `total_found` is the TRUE number of matches, not
   the original's `min(matches, (page+1)*20)`.
@@ -45,7 +46,7 @@ def _object(properties: dict, required: list[str]) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# The schemas, text copied from SPEC §2.2
+# The schemas, text copied from docs/original-harness.md §2.2
 # ---------------------------------------------------------------------------------------------------------
 
 TOOL_DESCRIPTIONS: dict[str, str] = {

@@ -1,4 +1,4 @@
-"""The simulated shopper behind `get_user_profile` and `ask_user` (SPEC §2.2 tools 7 and 8).
+"""The simulated shopper behind `get_user_profile` and `ask_user` (docs/original-harness.md §2.2 tools 7 and 8).
 
 `ScriptedUser` replays a task's `clarification_script` deterministically. The default matcher,
 "original", is the released harness's rule, kept exactly so that scores mean the same thing:
@@ -11,8 +11,8 @@
    is contained in it; the highest score wins, ties go to the earliest slot, a score of 0 reveals nothing;
 5. at most one slot is revealed per question and a revealed slot never matches again.
 
-"strict" is ecab's opt-in fix for SPEC §8 item 16 (short words like "for" hitting "form factor"): keywords
-must appear as whole words / phrases, and single words only count when they are at least 4 letters long
+"strict" is ecab's opt-in fix for docs/original-harness.md §8 item 16 (short words like "for" hitting "form factor"):
+keywords must appear as whole words / phrases, and single words only count when they are at least 4 letters long
 and equal a question word up to a plural "s". Selection, turn accounting and messages are unchanged.
 
 The task is never mutated: the user works on its own copy of the slots, so one task can back any number
@@ -56,7 +56,7 @@ class AskLogEntry:
 # ---------------------------------------------------------------------------------------------------------
 
 def original_score(question_lower: str, words: set[str], keywords: list[str]) -> int:
-    """The released harness's lenient substring score (SPEC §2.2 tool 8, step 4)."""
+    """The released harness's lenient substring score (docs/original-harness.md §2.2 tool 8, step 4)."""
     score = 0
     for kw in keywords:
         if kw in question_lower:
@@ -114,7 +114,8 @@ class ScriptedUser:
         self._slots = [_SlotState(s.slot_id, [str(k).lower() for k in s.trigger_keywords], s.user_response,
                                   bool(s.revealed))
                        for s in self.script.clarification_slots]
-        # The schema fills the SPEC's fallback text when the key is absent; an explicit null gets it too.
+        # The schema fills the original's fallback text (docs/original-harness.md §2.2 tool 8) when the key is absent;
+        # an explicit null gets it too.
         self.default_response = self.script.default_response or schema.DEFAULT_USER_RESPONSE
         turns = self.script.max_clarification_turns
         self.max_turns = int(turns) if turns is not None else DEFAULT_MAX_TURNS

@@ -1,4 +1,4 @@
-"""The LLM judge's disk cache: one SQLite file, so re-judging a run costs no calls (SPEC §8 item 8).
+"""The LLM judge's disk cache: one SQLite file; re-judging a run costs no calls (docs/original-harness.md §8 item 8).
 
 Key = sha256 of (judge model id, temperature, prompt text): a different model, temperature or prompt
 (product, reviews, voucher, rubrics, rules text) is a different entry. Only replies that parsed and

@@ -5,7 +5,7 @@ Which rubrics go to the LLM: the types in `judge.types` (default review_opinion)
 verdict is unsatisfied AND the product has no value under the rubric's detail key (so only the free-text
 features/description could decide it). Every other rubric keeps its rules verdict.
 
-What changes from the original judge (SPEC §4.2, §8 items 8, 12, 13):
+What changes from the original judge (docs/original-harness.md §4.2, §8 items 8, 12, 13):
 - the judge sees the whole product (title, store, price, ratings, main_category, details, features,
   description) and, for review rubrics, up to 20 reviews in full (no 500-character cut), plus the voucher;
 - results are matched by rubric_id, not by position; `satisfied` must be a JSON boolean (the exact

@@ -1,4 +1,4 @@
-"""review_opinion by sentence embeddings (SPEC §4.3, §5.10).
+"""review_opinion by sentence embeddings (docs/original-harness.md §4.3, §5.10).
 
 The original asked an LLM whether any review "clearly expresses the same concrete claim". Here each
 review's title and text are split into sentences, the opinion and every sentence are embedded with the

@@ -1,4 +1,5 @@
-"""The mechanical judge: every rubric type decided by rule over a Product (SPEC §4.2-§4.4, §8 items 11-15).
+"""The mechanical judge: every rubric type decided by rule over a Product (docs/original-harness.md §4.2-§4.4,
+§8 items 11-15).
 
 One module serves both the evaluation judge and task construction's validation ("the target satisfies
 every rubric", "how many catalog products satisfy every rubric"), so it is pure Python over a Product,

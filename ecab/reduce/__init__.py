@@ -1,6 +1,6 @@
 """The reduce stage: rebuild summary.json / summary.md of a run folder from the files on disk.
 
-Inputs (ARCHITECTURE "The run folder"): `trajectories/part-*.jsonl` (one Trajectory per line),
+Inputs (docs/architecture.md §8): `trajectories/part-*.jsonl` (one Trajectory per line),
 `verdicts.jsonl` (one Judgement per line) and the task file named by `manifest.json`'s `tasks_path`.
 Re-running it never needs the agents or the judge.
 """

@@ -61,8 +61,9 @@ def run_import(argv: list[str]) -> int:
     from ecab.reduce.original import import_original
     parser = argparse.ArgumentParser(prog="python -m ecab.reduce import",
                                      description="Import the original harness's predictions/evaluation files.")
-    parser.add_argument("--predictions", type=Path, help="predictions_<model>.jsonl (SPEC §3.3)")
-    parser.add_argument("--evaluation", type=Path, help="<stem>_evaluation_results.jsonl (SPEC §4.1)")
+    parser.add_argument("--predictions", type=Path, help="predictions_<model>.jsonl (docs/original-harness.md §3.3)")
+    parser.add_argument("--evaluation", type=Path,
+                        help="<stem>_evaluation_results.jsonl (docs/original-harness.md §4.1)")
     parser.add_argument("--benchmark", type=Path, required=True, help="the benchmark.jsonl they ran on")
     parser.add_argument("--out", type=Path, required=True, help="the new run folder, e.g. runs/<name>")
     parser.add_argument("--budget", type=int, default=100, help="the step limit of that run (default 100)")

@@ -1,4 +1,4 @@
-"""Episode outcomes and the call-budget analyses (ARCHITECTURE "Analyses": call-budget sensitivity).
+"""Episode outcomes and the call-budget analyses (docs/architecture.md §9: call-budget sensitivity).
 
 The outcome rules live here, once, because both the budget analysis and every accuracy in metrics.py
 use them:
@@ -6,8 +6,8 @@ use them:
 - An episode is *excluded* (a runtime error, never counted in accuracy) when the harness failed it:
   termination `infra_error`, or a judgement marked `runtime_error` (the judge could not run).
   An `agent_error` is the agent's own failure: evaluated and wrong.
-- `correct` = exact target match OR all rubrics satisfied (SPEC §4.4). It is None ("unscored") when no
-  rubric failed but some could not be scored and the target was not matched: such an episode is neither
+- `correct` = exact target match OR all rubrics satisfied (docs/original-harness.md §4.4). It is None ("unscored")
+  when no rubric failed but some could not be scored and the target was not matched: such an episode is neither
   right nor wrong and is left out of accuracy denominators.
 
 Truncation: cutting a recorded trajectory after k executed tool calls keeps its outcome only if

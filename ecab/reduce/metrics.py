@@ -1,6 +1,6 @@
-"""The run summary: every metric of the original `summary.json` (SPEC §4.4), plus ecab's analyses.
+"""The run summary: every metric of the original `summary.json` (docs/original-harness.md §4.4), plus ecab's analyses.
 
-The original keys keep their names and formulas, but the denominators are made consistent (SPEC §8
+The original keys keep their names and formulas, but the denominators are made consistent (docs/original-harness.md §8
 item 19); `DENOMINATORS` below is written into the summary so a reader knows what each rate divides by.
 The outcome rules (what is excluded, what is correct) are in budget.py.
 """

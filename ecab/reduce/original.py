@@ -1,4 +1,4 @@
-"""The original harness's run files, in and out (SPEC §3.3 predictions, §4.1 evaluation results).
+"""The original harness's run files, in and out (docs/original-harness.md §3.3 predictions, §4.1 evaluation results).
 
 Import turns `predictions_<model>.jsonl` (and optionally `<stem>_evaluation_results.jsonl`) plus the
 benchmark they ran on into an ecab run folder, so a published run can be re-judged or reduced by ecab:

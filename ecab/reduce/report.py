@@ -1,4 +1,4 @@
-"""summary.md: the original layout (SPEC §4.5), then sections for ecab's analyses.
+"""summary.md: the original layout (docs/original-harness.md §4.5), then sections for ecab's analyses.
 
 Rates print as percentages with one decimal; counts and means as numbers. The renderer reads only the
 summary dict, so summary.md can be rebuilt from summary.json alone.

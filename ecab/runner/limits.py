@@ -1,4 +1,4 @@
-"""Adaptive per-endpoint concurrency limits (ARCHITECTURE.md "Limits").
+"""Adaptive per-endpoint concurrency limits (docs/architecture.md §7.3).
 
 One limiter per model endpoint. It keeps a concurrency window that shrinks multiplicatively on a 429 and
 grows additively on success (AIMD, as TCP does), honours Retry-After by pausing new calls until that

@@ -1,6 +1,6 @@
 """runner=ray: catalog actors, async episode workers, one limiter per endpoint, and the driver loop.
 
-Topology (ARCHITECTURE.md "Ray topology"):
+Topology (docs/architecture.md §7.2):
 - `CatalogPool`: `shards x replicas` catalog actors. Each opens its LanceDB shard read-only inside the
   actor (`open_shard`), so the catalog directory must be readable from every node: the local disk on one
   machine, a shared file system (NFS, EFS, a PVC) on a cluster.

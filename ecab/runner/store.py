@@ -1,4 +1,4 @@
-"""The run folder (ARCHITECTURE.md "The run folder"): checkpointed trajectories, verdicts, manifest.
+"""The run folder (docs/architecture.md §8): checkpointed trajectories, verdicts, manifest.
 
 A finished episode is appended to its writer's part file at once (flushed and fsynced), so a crash
 loses at most the episodes in flight. Reading tolerates a torn last line left by a kill.
