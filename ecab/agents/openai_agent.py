@@ -109,10 +109,7 @@ _GATES: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict]" = weakref.W
 _CLOSERS: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict]" = weakref.WeakKeyDictionary()
 
 
-# The gates (model.concurrency and the adaptive limiter) decide how many calls are in flight; the connection
-# pool must not second-guess them. The SDK's default pool keeps only 100 idle connections, so at 256 calls in
-# flight every call past the 100th opened a fresh TCP connection.
-POOL_CONNECTIONS = 4096
+POOL_CONNECTIONS = 4096   # as big as any gate; see docs/decisions.md#aiohttp-transport
 HTTP_CLIENTS = ("aiohttp", "httpx")
 
 
@@ -122,9 +119,8 @@ def check_http_client(kind: Any) -> None:
 
 
 def http_client(kind: str = "aiohttp") -> Any:
-    """The HTTP client under AsyncOpenAI: the SDK's aiohttp transport (`openai[aiohttp]`, measured at less
-    than half the CPU per call of the default httpx pool at 256 calls in flight, whose every request scans
-    all pooled connections), or the SDK's default httpx client; both with a pool as big as any gate."""
+    """The HTTP client under AsyncOpenAI: the SDK's aiohttp transport or its default httpx client, both with a
+    pool as big as any gate; see docs/decisions.md#aiohttp-transport."""
     import httpx2
 
     check_http_client(kind)
@@ -287,15 +283,8 @@ class OpenAIAgent:
 
 
 async def post_chat_completion(client: openai.AsyncOpenAI, request: dict[str, Any]) -> Any:
-    """`client.chat.completions.create(**request)`, minus its request transform.
-
-    `create` walks the whole conversation through the SDK's TypedDict transform on every call, which
-    costs more CPU than the HTTP exchange once a conversation is long (measured: a fifth of an episode
-    worker's CPU at C=256). ecab's messages are already plain JSON, so the request goes through the
-    client's own `post` (the SDK's documented way to send a request body as is) with the same errors and
-    timeout. The reply comes back as the parsed JSON (`cast_to=object`): the agent reads it as a dict, and
-    building the SDK's ChatCompletion model only to turn it back into one cost a seventh of the event
-    loop at C=256."""
+    """`client.chat.completions.create(**request)` without its request transform: the client's own `post`,
+    same errors and timeout, the reply as parsed JSON; see docs/decisions.md#raw-chat-posts."""
     body = {key: value for key, value in request.items() if key not in ("timeout", "extra_body")}
     body.update(request.get("extra_body") or {})
     options = {"timeout": request["timeout"]} if request.get("timeout") is not None else {}

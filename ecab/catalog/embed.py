@@ -18,13 +18,10 @@ import numpy as np
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 DIM = 384
-# Search queries are cached: agents repeat queries (a task's trials, budgets and models ask the same ones),
-# and one encode costs 4-5 ms on CPU for a short query, ~25 ms for a 90-token shopper request.
+# Query encoding: cache, batching, slots; see docs/decisions.md#query-encoder-slots.
 QUERY_CACHE_SIZE = 4096
 QUERY_CACHE_MAX_CHARS = 2048
-# Longer queries are encoded one per forward pass: padding a batch to its longest text costs more than
-# batching saves (measured on the benchmark's requests, ~90 tokens: 25 ms each alone, 27-32 ms in 8s).
-LONG_QUERY_CHARS = 160
+LONG_QUERY_CHARS = 160   # longer queries go one per forward pass
 MAX_QUERY_SLOTS = 4   # concurrent forward passes for queries (one core each)
 SMALL_BATCH = 32   # at most this many texts are encoded single-threaded (see Embedder._set_threads)
 QUERY_BATCH = 64   # the largest batch of concurrent queries encoded in one forward pass
@@ -117,12 +114,8 @@ class Embedder:
         return mean_pool(hidden, mask)
 
     def _encode_queries_torch(self, texts: list[str]) -> np.ndarray:
-        """Straight through the PyTorch transformer (callers take `self._lock`).
-
-        `SentenceTransformer.encode` costs ~1-2 ms of Python per call on top of a ~5-10 ms forward pass
-        for a 7-token query; the direct path tokenizes once, runs the BERT module under inference_mode
-        and pools exactly as the model's Pooling(mean) + Normalize modules do (same vectors to ~1e-7).
-        """
+        """Straight through the PyTorch transformer, pooled as the model's Pooling(mean) + Normalize modules
+        do (callers take `self._lock`); see docs/decisions.md#onnx-query-encoder."""
         if self._direct is None or len(texts) > QUERY_BATCH:
             return self._encode_locked(texts, QUERY_BATCH, False)
         tokenizer, transformer, max_tokens = self._direct
@@ -137,22 +130,13 @@ class Embedder:
         return pooled.numpy().astype(np.float32, copy=False)
 
     def _set_threads(self, n: int) -> None:
-        # A few short texts gain little from a second thread, and on a busy machine the OpenMP barrier of
-        # a 2-thread forward pass can stall for tens of ms (measured: p90 70 ms vs 12 ms single-threaded).
+        # One thread for a few short texts; see docs/decisions.md#query-encoder-slots.
         if self._torch.get_num_threads() != n:
             self._torch.set_num_threads(n)
 
     def encode_query(self, text: str) -> np.ndarray:
-        """One vector of shape (DIM,), cached (up to QUERY_CACHE_MAX_CHARS).
-
-        Concurrent callers share the work. A text is queued once (a caller asking for a text already
-        queued or being encoded waits for that same answer: trials of one task ask the same queries at the
-        same moment). While its text is still queued, a caller takes a chunk of the queue (its own or
-        others') and encodes it on one of the model slots (one per core, up to MAX_QUERY_SLOTS, with ONNX
-        Runtime; one with PyTorch). Short queries are batched (8 cost ~2x one, not 8x); long ones go one
-        per forward pass, since a batch is padded to its longest text. A lone query never waits; a burst
-        of cold queries keeps every core busy.
-        """
+        """One vector of shape (DIM,), cached; concurrent callers share the work (single flight per text,
+        chunks of the queue on up to MAX_QUERY_SLOTS model slots); see docs/decisions.md#query-encoder-slots."""
         with self._cache_lock:
             hit = self._query_cache.get(text)
             if hit is not None:

@@ -1,19 +1,10 @@
 """The embedding model's transformer run by ONNX Runtime: the fast path for search queries, and a light
 encoder for processes that only embed short texts (review checks) and so need not import PyTorch.
 
-A hybrid search spends most of its time embedding the query. For a 5-10 token query, PyTorch's per-op
-dispatch dominates the forward pass (~9 ms on one core here); ONNX Runtime runs the same graph in ~3.5 ms
-and gives the same vector (float32 both; max difference ~2e-7 here) whatever the batch it is in, so
-rankings stay identical across runners and concurrency levels.
-
-The graph is exported once with `torch.onnx.export` from the very model that embeds the catalog, checked
-against PyTorch on probe texts, and cached under `<ECAB_CACHE_DIR or ~/.cache/ecab>/models/`. Any failure
-(onnxruntime missing, export error, a mismatch) leaves queries on PyTorch with one warning: slower, never
-different. `ECAB_QUERY_ENCODER=torch` forces PyTorch.
-
-`light_sentence_encoder()` loads an already exported graph with the model's own `tokenizer.json` (the
-`tokenizers` library, no transformers / sentence-transformers / torch import: ~0.2 s instead of ~3 s), for
-construction and judging, which embed review sentences but never build a catalog.
+The graph is exported once from the model that embeds the catalog, checked against PyTorch on probe texts
+and cached under `<ECAB_CACHE_DIR or ~/.cache/ecab>/models/`; any failure leaves queries on PyTorch (slower,
+never different); `ECAB_QUERY_ENCODER=torch` forces PyTorch. `light_sentence_encoder()` loads an exported graph
+without importing torch. Why and how much faster: see docs/decisions.md#onnx-query-encoder.
 """
 from __future__ import annotations
 

@@ -27,9 +27,7 @@ Search modes (SearchPage.total is documented per mode; it is never the original'
 main_category, store, brand, review_count, ...), applied before ranking in every mode.
 
 Review search (`search_reviews`) only ever sees the one product's reviews (a product_id prefilter). Review
-vectors are not stored: embedding every review at build time runs at ~100-400 reviews/s here (hours for a
-million reviews), so a product's (at most ~20) reviews are embedded on the first vector/hybrid review
-search and cached.
+vectors are computed on the first vector/hybrid review search and cached; see docs/decisions.md#review-vectors.
 
 Sharded search asks every shard for its own candidates (``CatalogShard.candidates``), merges each leg by
 its score, then fuses once (``fuse``), so one shard gives the same answer as an unsharded catalog. The Ray
@@ -73,12 +71,8 @@ MODES = ("hybrid", "fts", "vector", "original")
 HYBRID_DEPTH = 100
 SEARCH_CACHE_SIZE = 4096   # search pages kept per catalog client (SearchPageCache)
 RRF_K = 60
-# Below this many rows per shard a flat (exact) vector scan is cheap enough; above it, build IVF_FLAT.
-# IVF_FLAT keeps full-precision vectors, so the only approximation is which partitions are scanned.
-# Measured at 100k titles (bench queries, recall@20 vs exact search, busy 2-core machine): IVF_FLAT 256
-# partitions, nprobes 16: 0.994 at ~4 ms; IVF_HNSW_SQ (the previous index): 0.91 at ~5 ms (0.96 with
-# ef=300 at ~7 ms); IVF_PQ needs refine_factor 5+ to pass 0.97 and then costs ~7 ms. Near-duplicate
-# product families put many titles at almost equal distances, which is what quantized indexes get wrong.
+# Vector index: flat scan below VECTOR_INDEX_MIN_ROWS rows per shard, else IVF_FLAT probed VECTOR_NPROBES
+# partitions; see docs/decisions.md#ivf-probes.
 VECTOR_INDEX_MIN_ROWS = 5000
 VECTOR_NPROBES = 16
 # A selective `where` prefilter can leave fewer than `limit` rows in the probed partitions; lancedb then
@@ -471,13 +465,8 @@ def read_meta(path: str | os.PathLike) -> dict[str, Any]:
 
 
 class _QueryLoop:
-    """An event loop thread for lancedb's async API, one per process (made again after a fork).
-
-    Every read a tool call makes (search legs, counts, lookups) goes through the async API: lancedb's sync
-    query builder re-reads the table schema two or three times per query (each a hop to its own background
-    loop) for blob-column checks a catalog without blob columns never needs, half of a keyword leg's time
-    (py-spy, C=256). The sync handles remain for opening checks and bulk iteration.
-    """
+    """An event loop thread for lancedb's async API, one per process (made again after a fork), on which every
+    per-call read runs; see docs/decisions.md#async-lancedb-reads."""
 
     _instance: "_QueryLoop | None" = None
     _lock = threading.Lock()
@@ -620,9 +609,8 @@ class CatalogShard:
         query = self._table(PRODUCTS).query().nearest_to(np.asarray(vector, dtype=np.float32)).column("vector") \
             .distance_type("cosine").select(["product_id", "title", "_distance"]).limit(depth)
         if self.vector_indexed:
-            # Every row is indexed (the table is read-only), so skip the flat scan of unindexed rows. Only a
-            # prefiltered search may need more partitions; allowing them costs ~8 ms at 100k rows even when
-            # they are not needed (measured), so an unfiltered search probes exactly VECTOR_NPROBES.
+            # Every row is indexed (read-only table): no flat scan of unindexed rows. Only a prefiltered search
+            # may probe more than VECTOR_NPROBES partitions; see docs/decisions.md#ivf-probes.
             query = query.fast_search().minimum_nprobes(VECTOR_NPROBES)
             query = query.maximum_nprobes(VECTOR_MAX_NPROBES if where else VECTOR_NPROBES)
         if where:
@@ -790,11 +778,9 @@ class _LRU:
 
 
 class SearchPageCache:
-    """Search pages by their arguments. A built catalog is read-only, so the same (query, mode, limit,
-    offset, where) always gives the same page; trials, budgets and models of one task repeat their
-    searches, and a repeat costs a dict lookup instead of two LanceDB queries (and, on Ray, an actor call).
-    Episodes started together ask the same search at the same moment: a search already running is waited
-    for, not run again (both count as hits). Callers get a fresh SearchPage (the hits are immutable)."""
+    """Search pages by their arguments (a built catalog is read-only); a search already running is waited for,
+    not run again (both count as hits). Callers get a fresh SearchPage (the hits are immutable).
+    See docs/decisions.md#page-cache."""
 
     def __init__(self, size: int = SEARCH_CACHE_SIZE):
         self._pages = _LRU(size)
@@ -900,10 +886,7 @@ def fuse(mode: str, parts: list[ShardCandidates], *, limit: int, offset: int, de
 class LanceCatalog:
     """A built catalog opened read-only: implements `ecab.catalog.base.CatalogReader`."""
 
-    # Catalog calls here are CPU work (LanceDB runs each query on its own threads too): more tool threads
-    # than this only fight over the GIL with the event loop. Measured, a burst of 256 cold hybrid searches:
-    # 2.5 s and 3.8 s of CPU on 16 threads, 3.2 s and 5.3 s of CPU on 256.
-    call_threads = 16
+    call_threads = 16   # tool threads for catalog calls; see docs/decisions.md#catalog-threads
 
     def __init__(self, path: str | os.PathLike, shards: list[CatalogShard], meta: dict[str, Any], *,
                  mode: str = "hybrid", embedder=None):

@@ -560,14 +560,9 @@ def _progress_bar(total: int, enabled: bool):
     return tqdm(total=total, desc="construct", unit="task", disable=not enabled, file=sys.stderr)
 
 
-# review_driven candidates go to the parent first: their uniqueness check reads other products' reviews
-# from LanceDB, which a worker would have to import and open (about a second of CPU, measured slower
-# overall); a worker takes them only when nothing else is left.
-PARENT_FIRST = frozenset({"review_driven"})
-# Candidates queued per worker. The parent refills queues only between its own candidates (5-20 ms
-# each), so a short queue leaves the worker idle (depth 2: busy half the time, measured); the cost of a
-# deeper one is a few speculative candidates past the n-th accepted, which never change the output.
-WORKER_DEPTH = 8
+# Parent-first intents and worker queue depth; see docs/decisions.md#construction-workers.
+PARENT_FIRST = frozenset({"review_driven"})   # a worker takes these only when nothing else is left
+WORKER_DEPTH = 8   # candidates queued per worker (speculative extras never change the output)
 
 
 def _take(progress: dict[str, IntentProgress], window: int, allowed: Callable[[str], bool]

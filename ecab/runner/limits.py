@@ -125,19 +125,10 @@ async def slot(limiter: Limiter, retry: bool = False, since: float | None = None
 
 
 class AimdWindow:
-    """The window arithmetic, shared by the in-process limiter and the Ray limiter actor: additive increase
-    per success, a multiplicative decrease on a 429 (once per congestion episode), and the Retry-After pause.
-    `now` is whatever clock the owner uses (monotonic in a process, wall time across Ray nodes).
-
-    The window never stays below what the endpoint has just been serving, and on a 429 it becomes the
-    larger of `decrease` x the calls in use and that: calls admitted per second (counted at their start,
-    known once they come back) times the round trip (Little's law; BBR's bandwidth-delay product). Hosted
-    APIs limit requests per minute, not calls in flight, and a throttled call is retried after Retry-After
-    anyway, so under such a limit the window that keeps the quota used is rate x latency. Plain AIMD cut it
-    to 0.7 of that, twice at start-up before any call had come back, and then needed tens of seconds of +1
-    per round trip to climb back (measured on Ray: 64 calls in flight against a limit that served 128). An
-    endpoint that limits calls in flight serves N calls per round trip, so there the window settles at N.
-    """
+    """The window arithmetic, shared by the in-process limiter and the Ray limiter actor: additive increase,
+    one multiplicative decrease per congestion episode but never below the served window, the Retry-After
+    pause. `now` is the owner's clock (monotonic in a process, wall time across Ray nodes).
+    See docs/decisions.md#limiter-window."""
 
     def __init__(self, settings: LimiterSettings):
         self.settings = s = settings
@@ -155,12 +146,8 @@ class AimdWindow:
 
     def pace_interval(self, now: float) -> float:
         """Seconds between call starts: for PACE_ROUND_TRIPS round trips after a 429, the window's calls
-        start evenly over a round trip (else 0: no pacing).
-
-        A token bucket that answers 429 refills one request per 1/rate and says so in Retry-After; every
-        throttled call retrying at that moment meets a single token, so unpaced most of them are throttled
-        again (measured: two 429s per served call at twice the demand). The pace comes from the window, not
-        from a measured rate: a rate measured over a few returns can be arbitrarily low."""
+        start evenly over a round trip (else 0); paced by the window, not a measured rate.
+        See docs/decisions.md#limiter-window."""
         if now - self.throttled_at > PACE_ROUND_TRIPS * self._latency_ewma:
             return 0.0
         return self._latency_ewma / max(self.window, 1.0)
@@ -403,14 +390,8 @@ def reset_limiters() -> None:
 # ----------------------------------------------------------------------------------------- the Ray side
 
 class SyncedLimiter:
-    """A Ray episode worker's handle on its endpoint's shared limiter (the LimiterActor).
-
-    A round trip to the actor for every LLM call costs more CPU than the call itself at hundreds of calls
-    per second (measured: the actor alone used a fifth of a core at C=256). So each worker acquires and
-    releases against a local window, reacts to its own 429s at once (local shrink and pause), and every
-    SYNC_INTERVAL_S (at once after a 429) reports its outcome counts to the actor. The actor runs the AIMD
-    over all workers' outcomes and answers with this worker's share of the window and the shared
-    Retry-After pause, which the local window then takes."""
+    """A Ray episode worker's handle on its endpoint's limiter actor: a local share of the window, synced
+    every SYNC_INTERVAL_S (at once after a 429); see docs/decisions.md#limiter-sync."""
 
     def __init__(self, actor, worker_id: str, settings: LimiterSettings | None = None):
         self.actor, self.worker_id = actor, worker_id

@@ -67,10 +67,7 @@ def widen_thread_pool(concurrency: int, catalog=None) -> None:
 
 @contextlib.contextmanager
 def frozen_heap():
-    """Keep the collector off the objects that live through the run (the catalog, the embedding model, the
-    tasks): gc.freeze() moves them to a generation it never scans, so a full collection walks only what the
-    run allocates. Each full collection pauses the event loop, and with it every episode in flight; measured
-    at C=256 with ~570k objects loaded: pauses up to 449 ms (3.2 s in all) unfrozen, 168 ms (1.0 s) frozen."""
+    """Keep the collector off the objects loaded before the run (gc.freeze); see docs/decisions.md#gc-freeze."""
     gc.collect()
     gc.freeze()
     try:
@@ -93,8 +90,7 @@ async def run_units(units: list[Unit], tasks: dict[str, Task], catalog, model_cf
         async with gate:
             traj = await run_unit(unit, tasks[unit.task_id], catalog, model_cfg, settings,
                                   tool_options=tool_options, max_attempts=max_attempts, step_delay_s=step_delay_s)
-            # Off the event loop (JSON, write, fsync): its every stalled millisecond delays all episodes'
-            # replies, and the episodes of a wave end together.
+            # Off the event loop (JSON, write, fsync); see docs/decisions.md#checkpoint-writes.
             await asyncio.to_thread(folder.append_trajectory, writer, traj)
             bar.update(1)
             if on_done:

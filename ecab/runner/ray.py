@@ -450,11 +450,8 @@ class _Worker:
 
 
 class TaskAffineQueue:
-    """The driver's pending units, one queue per worker slot. A task's units (its trials, and in a budget
-    study its budgets) go to the same worker, whose search-page cache then serves the task's repeated
-    searches: with units dealt round-robin, two workers each searched everything once (measured at C=256:
-    50% of pages from the cache instead of 74%, and the catalog actor was the bottleneck). A worker with
-    nothing of its own left takes from the longest other queue, so no worker idles while units wait."""
+    """The driver's pending units, one queue per worker: a task's units go to one worker (its page cache sees
+    the repeats), an idle worker takes from the longest queue; see docs/decisions.md#task-affine."""
 
     def __init__(self, units: list[dict], slots: int):
         self.queues: list[deque] = [deque() for _ in range(max(1, slots))]
