@@ -100,6 +100,96 @@ def require(cfg: DictConfig, key: str) -> object:
     return value
 
 
+# Every numeric knob of the run config: (key, kind, lower bound, bound inclusive, null allowed). kind: "int" or
+# "number" (an int or a finite float); "rate" is a number in [0, 1]. Keys absent from a config are skipped
+# (a group option without them); a value of the wrong type or out of range is one line naming the key.
+NUMERIC_KEYS: tuple[tuple[str, str, float | None, bool, bool], ...] = (
+    ("budget", "int", 1, True, False),
+    ("trials", "int", 1, True, False),
+    ("seed", "int", None, True, False),
+    ("episode.wall_clock_s", "number", 0, False, True),
+    ("benchmark.limit", "int", 1, True, True),
+    ("benchmark.n_per_intent", "int", 1, True, False),
+    ("benchmark.max_line_bytes", "int", 1, True, False),
+    ("catalog.products", "int", 1, True, True),
+    ("catalog.seed", "int", None, True, False),
+    ("catalog.shards", "int", 1, True, False),
+    ("catalog.replicas", "int", 1, True, False),
+    ("catalog.batch_size", "int", 1, True, False),
+    ("catalog.max_reviews", "int", 0, True, False),
+    ("runner.concurrency", "int", 1, True, False),
+    ("runner.workers", "int", 1, True, False),
+    ("runner.max_attempts", "int", 1, True, False),
+    ("runner.step_delay_s", "number", 0, True, False),
+    ("runner.worker_restarts", "int", 0, True, False),
+    ("runner.worker_cpus", "number", 0, True, False),
+    ("runner.catalog_cpus", "number", 0, True, False),
+    ("runner.catalog_max_concurrency", "int", 1, True, False),
+    ("runner.limits.max_concurrency", "int", 1, True, False),
+    ("runner.limits.min_concurrency", "int", 1, True, False),
+    ("runner.limits.initial", "int", 1, True, True),
+    ("runner.limits.decrease", "rate", 0, False, False),
+    ("runner.limits.increase", "number", 0, False, False),
+    ("runner.limits.max_retry_after_s", "number", 0, True, False),
+    ("model.temperature", "number", 0, True, True),
+    ("model.max_output_tokens", "int", 1, True, True),
+    ("model.timeout_s", "number", 0, False, False),
+    ("model.max_attempts", "int", 1, True, False),
+    ("model.max_retry_wait_s", "number", 0, True, False),
+    ("model.backoff_base_s", "number", 0, True, False),
+    ("model.concurrency", "int", 1, True, False),
+    ("model.wall_clock_s", "number", 0, False, True),
+    ("judge.concurrency", "int", 1, True, False),
+    ("judge.timeout_s", "number", 0, False, False),
+    ("judge.max_attempts", "int", 1, True, False),
+    ("judge.transport_attempts", "int", 1, True, False),
+    ("judge.max_tokens", "int", 1, True, True),
+    ("judge.max_reviews", "int", 0, True, False),
+    ("construct.workers", "int", 1, True, False),
+    ("construct.max_matches", "int", 1, True, False),
+    ("construct.max_attempts", "int", 1, True, False),
+    ("construct.max_candidates", "int", 1, True, True),
+    ("construct.llm.max_attempts", "int", 1, True, False),
+)
+
+
+def check_number(key: str, value: object, kind: str, low: float | None = None, inclusive: bool = True,
+                 nullable: bool = False) -> None:
+    """Raise a ConfigError naming `key` unless `value` is a number of the kind and range asked for."""
+    import math
+
+    if value is None and nullable:
+        return
+    if kind == "int":
+        ok = isinstance(value, int) and not isinstance(value, bool)
+        noun = {1: "a positive integer", 0: "a non-negative integer"}.get(low, "an integer") \
+            if inclusive else f"an integer > {low}"
+    else:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        noun = ("a number in (0, 1)" if not inclusive else "a number in [0, 1]") if kind == "rate" else \
+            "a number" if low is None else f"a number {'>=' if inclusive else '>'} {low:g}"
+    if ok and low is not None:
+        ok = value >= low if inclusive else value > low
+    if ok and kind == "rate":
+        ok = value <= 1 if inclusive else value < 1
+    if not ok:
+        raise ConfigError(f"{key} must be {noun}{' (or null)' if nullable else ''}, got {value!r}")
+
+
+def validate_numbers(cfg: DictConfig) -> None:
+    """Check every numeric knob (NUMERIC_KEYS) present in `cfg`; the first bad one is a ConfigError."""
+    for key, kind, low, inclusive, nullable in NUMERIC_KEYS:
+        try:
+            value = OmegaConf.select(cfg, key, default=_ABSENT, throw_on_missing=True)
+        except Exception:  # noqa: BLE001 - a mandatory value (???) left unset: required elsewhere
+            continue
+        if value is not _ABSENT:
+            check_number(key, value, kind, low, inclusive, nullable)
+
+
+_ABSENT = object()
+
+
 def die(message: str, code: int = 2) -> NoReturn:
     """Print one clear error line and exit: the CLIs' way to refuse bad input."""
     print(f"ecab: error: {message}", file=sys.stderr)

@@ -158,6 +158,10 @@ def test_bad_sim_config_names_the_key():
         SimConfig.from_any({"rate_492": 0.1})
     with pytest.raises(ValueError, match="unknown fault"):
         SimConfig.from_any({"malformed": {"garbled": 0.1}})
+    with pytest.raises(ValueError, match=r"model\.sim\.rate_5xx must be a number in \[0, 1\], got 1\.5"):
+        SimConfig.from_any({"rate_5xx": 1.5})
+    with pytest.raises(ValueError, match="model.sim.malformed: the fault rates add up to more than 1"):
+        SimConfig.from_any({"malformed": {"invalid_json": 0.6, "no_tool_call": 0.6}})
 
 
 def test_cli_prints_its_url_and_serves():

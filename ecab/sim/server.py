@@ -78,6 +78,19 @@ class SimConfig:
             raise ValueError(f"model.sim.malformed: unknown fault(s) {bad}; known: {list(FAULT_KINDS)}")
         if out.latency not in ("fixed", "lognormal"):
             raise ValueError(f"model.sim.latency must be fixed or lognormal, got {out.latency!r}")
+        from ecab.config import check_number
+        for key, kind, low, inclusive, nullable in (
+                ("latency_ms", "number", 0, True, False), ("latency_sigma", "number", 0, True, False),
+                ("rate_429", "rate", 0, True, False), ("retry_after_s", "number", 0, True, True),
+                ("rpm", "number", 0, False, True), ("tpm", "number", 0, False, True),
+                ("rate_5xx", "rate", 0, True, False), ("context_limit_tokens", "int", 1, True, True),
+                ("seed", "int", None, True, False)):
+            check_number(f"model.sim.{key}", getattr(out, key), kind, low, inclusive, nullable)
+        for kind, rate in out.malformed.items():
+            check_number(f"model.sim.malformed.{kind}", rate, "rate")
+        if sum(out.malformed.values()) > 1:
+            raise ValueError(f"model.sim.malformed: the fault rates add up to more than 1 "
+                             f"({sum(out.malformed.values()):g})")
         return out
 
 
