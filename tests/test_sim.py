@@ -104,6 +104,52 @@ def test_a_whole_conversation_follows_the_heuristic_plan_and_faults_do_not_chang
     assert executed == reference
 
 
+def drive(app, query: str, max_turns: int = 200) -> list:
+    """One conversation straight through SimApp (as the episode loop runs it); the turns as (tool or 'text',
+    arguments as sent, number of calls)."""
+    messages = [SYSTEM, {"role": "user", "content": query}]
+    turns = []
+    for _ in range(max_turns):
+        message, _ = app._assistant_message(messages)
+        calls = message.get("tool_calls") or []
+        if not calls:
+            turns.append(("text", None, 0))
+            messages += [{"role": "assistant", "content": message["content"]},
+                         {"role": "user", "content": "Do not answer directly."}]
+            continue
+        first = calls[0]
+        name, raw = first["function"]["name"], first["function"]["arguments"]
+        turns.append((name, raw, len(calls)))
+        messages.append({"role": "assistant", "content": message["content"], "tool_calls": [first]})
+        try:
+            result = fake_result(name, json.loads(raw)) if name != "search_catalog" else {"error": "Unknown tool"}
+        except json.JSONDecodeError:
+            result = {"error": "Invalid tool arguments JSON"}
+        messages.append({"role": "tool", "tool_call_id": first["id"], "content": json.dumps(result)})
+        if name == "recommend_product":
+            return turns
+    raise AssertionError("the conversation did not end")
+
+
+def test_faults_are_drawn_per_conversation_and_step_and_never_end_a_conversation():
+    """The same conversation meets the same faults whatever else the server handled before (so a run is
+    reproducible at any concurrency), and no fault makes two text-only turns in a row (the episode loop
+    would end the episode there)."""
+    from ecab.sim.server import SimApp
+
+    faults = {"invalid_json": 0.1, "two_calls": 0.1, "no_tool_call": 0.6, "unknown_tool": 0.1}
+    fresh = drive(SimApp(SimConfig.from_any({"malformed": faults})), QUERY)
+    busy = SimApp(SimConfig.from_any({"malformed": faults}))
+    for i in range(3):                                  # other conversations first, in another order
+        drive(busy, f"I need a phone case number {i}.")
+    assert drive(busy, QUERY) == fresh
+    kinds = [turn[0] for turn in fresh]
+    assert kinds.count("text") >= 3 and kinds[-1] == "recommend_product"
+    assert not any(a == b == "text" for a, b in zip(kinds, kinds[1:])), kinds
+    other_seed = drive(SimApp(SimConfig.from_any({"malformed": faults, "seed": 5})), QUERY)
+    assert other_seed != fresh, "the seed still changes the draws"
+
+
 def test_the_policy_resumes_live_plans_and_replays_on_a_miss():
     with SimServer() as sim:
         asyncio.run(converse(client_for(sim)))

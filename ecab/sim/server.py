@@ -4,13 +4,19 @@ It exists so the LLM path (the openai client, tenacity retries, token accounting
 handling of bad model output) runs over real HTTP on a machine without any endpoint or key, in tests and
 in the offline demo (`model=sim`), and so the runner can be load-tested.
 
-Injectable trouble (all rates are per request, drawn from one seeded generator):
+Injectable trouble (all rates are per request):
 - latency: fixed, or lognormal around a median;
 - 429 at a given rate, with Retry-After / retry-after-ms; plus RPM and TPM token buckets that answer
   429 with the time until the bucket refills;
 - 5xx at a given rate (500/502/503);
-- malformed outputs: invalid JSON arguments, two tool calls in one turn, no tool call, an unknown tool
-  (never on recommend_product, so a fault alone never ends an episode);
+- malformed outputs: invalid JSON arguments, two tool calls in one turn, no tool call, an unknown tool.
+  A fault never ends an episode on its own: none on recommend_product, and no "no tool call" right after
+  a turn without one (the episode loop ends an episode at the second text-only turn in a row). Faults are
+  drawn per (conversation, step) from a generator seeded by the seed, the conversation's first user
+  message and the number of assistant turns so far, so the same episode meets the same faults at any
+  concurrency and in any order: a `model=sim` run is reproducible. Latency, 429s and 5xx come from one
+  shared seeded generator: they are retried by the client, so they change timing, not results (unless a
+  request exhausts its retries);
 - optional: a required API key (401 otherwise), a list of served model ids (404 otherwise), a context
   limit in estimated tokens (400 context_length_exceeded).
 
@@ -20,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import hashlib
 import json
 import math
 import random
@@ -224,12 +231,19 @@ class SimApp:
             return self.rng.lognormvariate(math.log(cfg.latency_ms), cfg.latency_sigma) / 1000.0
         return cfg.latency_ms / 1000.0
 
-    def _pick_fault(self) -> str | None:
-        draw = self.rng.random()
+    def _pick_fault(self, messages: list[dict[str, Any]]) -> str | None:
+        """The fault (or None) for this conversation at this step: the same on every run and at any
+        concurrency (see the module docstring); no text-only fault right after a text-only turn."""
+        assistant = [m for m in messages if m.get("role") == "assistant"]
+        digest = hashlib.sha256("\x1f".join(
+            ("fault", str(self.config.seed), _first_user_text(messages), str(len(assistant)))).encode()).digest()
+        draw = int.from_bytes(digest[:8], "big") / 2**64
         edge = 0.0
         for kind in FAULT_KINDS:
             edge += float(self.config.malformed.get(kind) or 0.0)
             if draw < edge:
+                if kind == "no_tool_call" and assistant and not assistant[-1].get("tool_calls"):
+                    return None   # a second text-only turn in a row would end the episode
                 return kind
         return None
 
@@ -247,7 +261,7 @@ class SimApp:
             message["content"] = f"{reply.thought} (ref {uuid.uuid4().hex[:12]})"
             return message, "stop"
         name, arguments = reply.call
-        fault = self._pick_fault() if name != "recommend_product" else None
+        fault = self._pick_fault(messages) if name != "recommend_product" else None
         if fault:
             self.stats[f"fault_{fault}"] += 1
         if fault == "no_tool_call":
@@ -288,6 +302,14 @@ class SimApp:
             headers["retry-after"] = f"{retry_after:.3f}"
         return web.json_response({"error": {"message": message, "type": kind, "param": None, "code": code}},
                                  status=status, headers=headers)
+
+
+def _first_user_text(messages: list[dict[str, Any]]) -> str:
+    for message in messages:
+        if message.get("role") == "user":
+            content = message.get("content")
+            return json.dumps(content, sort_keys=True) if not isinstance(content, str) else content
+    return ""
 
 
 def _tool_call(name: str, arguments: str) -> dict[str, Any]:
