@@ -15,6 +15,7 @@ from pathlib import Path
 import openai
 import pytest
 
+from ecab.agents.base import EndpointRefused
 from ecab.agents.heuristic import HeuristicAgent
 from ecab.agents.keys import resolve_api_key
 from ecab.agents.openai_agent import LLMSettings, OpenAIAgent
@@ -171,14 +172,16 @@ def test_malformed_outputs_get_the_originals_error_results(fault, shows, tasks, 
         assert traj.predicted_product_id == heuristic_runs[traj.id].predicted_product_id
 
 
-def test_401_is_agent_error_without_retries_and_the_key_stays_out(tasks, catalog):
+def test_401_stops_the_episode_without_retries_and_the_key_stays_out(tasks, catalog):
+    """A refused key is no episode's outcome (every episode would fail alike): EndpointRefused, which stops
+    the run (tests/test_run_guards.py), not an agent_error record that a resume would never retry."""
     with SimServer({"api_key": "the-right-key"}) as sim:
-        [traj] = run_llm(tasks[:1], catalog, sim.base_url, api_key=FAKE_KEY)
+        with pytest.raises(EndpointRefused) as info:
+            run_llm(tasks[:1], catalog, sim.base_url, api_key=FAKE_KEY)
         stats = sim.stats
-    assert traj.termination == "agent_error" and traj.predicted_product_id is None
     assert stats["401"] == 1 and stats["requests"] == 1             # no retry of a 401
-    assert "authentication" in traj.error and "AuthenticationError 401" in traj.error
-    assert FAKE_KEY not in json.dumps(traj.to_dict())                # the server echoed it; we did not
+    assert "authentication" in str(info.value) and "AuthenticationError 401" in str(info.value)
+    assert FAKE_KEY not in str(info.value)                           # the server echoed it; we did not
 
 
 def test_a_right_key_is_accepted(tasks, catalog):
@@ -187,23 +190,29 @@ def test_a_right_key_is_accepted(tasks, catalog):
     assert traj.termination == "recommended"
 
 
-def test_exhausted_retries_are_infra_error(tasks, catalog):
+def test_exhausted_retries_are_infra_error_and_their_retries_are_recorded(tasks, catalog):
     with SimServer({"rate_5xx": 1.0}) as sim:
         [traj] = run_llm(tasks[:1], catalog, sim.base_url, model_cfg(max_attempts=3))
         stats = sim.stats
     assert traj.termination == "infra_error" and stats["5xx"] == 3
     assert "gave up after 3 attempt(s)" in traj.error
+    retries = [e for e in traj.reasoning_trace if e["type"] == "retry"]
+    assert traj.usage["retries"] == len(retries) == 2 and all(e["step"] == 1 and e["status"] >= 500 for e in retries)
 
 
-@pytest.mark.parametrize("sim_cfg, expected", [
-    ({"context_limit_tokens": 50}, "context length exceeded"),
-    ({"models": ["some-other-model"]}, "not found"),
-])
-def test_non_retryable_client_errors_are_agent_error(sim_cfg, expected, tasks, catalog):
-    with SimServer(sim_cfg) as sim:
+def test_a_context_length_400_is_agent_error(tasks, catalog):
+    with SimServer({"context_limit_tokens": 50}) as sim:
         [traj] = run_llm(tasks[:1], catalog, sim.base_url)
         stats = sim.stats
-    assert traj.termination == "agent_error" and expected in traj.error and stats["requests"] == 1
+    assert traj.termination == "agent_error" and "context length exceeded" in traj.error and stats["requests"] == 1
+
+
+def test_an_unknown_model_is_endpoint_refused_without_retries(tasks, catalog):
+    with SimServer({"models": ["some-other-model"]}) as sim:
+        with pytest.raises(EndpointRefused, match="not found at .*check model.model_id"):
+            run_llm(tasks[:1], catalog, sim.base_url)
+        stats = sim.stats
+    assert stats["404"] == 1 and stats["requests"] == 1
 
 
 def test_wall_clock_limit_ends_the_episode_as_infra_error(tasks, catalog):

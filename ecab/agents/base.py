@@ -37,11 +37,16 @@ def system_prompt(budget: int = 100) -> str:
 
 
 class AgentError(RuntimeError):
-    """The model failed in a way a re-run would not fix (401, a context-length 400): termination agent_error."""
+    """The model failed in a way a re-run would not fix (a context-length 400): termination agent_error."""
 
 
 class InfraError(RuntimeError):
     """The endpoint failed after retries (timeouts, 5xx, connection): termination infra_error, re-runnable."""
+
+
+class EndpointRefused(RuntimeError):
+    """The endpoint refuses this client outright (401/403: the key; 404: the model or the URL), so every
+    episode would fail the same way: not an episode's outcome (nothing is recorded), it stops the run."""
 
 
 @dataclass

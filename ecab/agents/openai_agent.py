@@ -11,9 +11,12 @@ assistant message, because OpenRouter and Moonshot expect them echoed in later t
 
 Errors: transient failures are retried by the shared policy (agents/retry.py) with the client's own
 retries off; when retries run out the turn raises InfraError (the episode ends as infra_error and is
-re-run at episode level). Errors a retry cannot fix (401, 403, 404 model not found, a 400 such as
-context length) raise AgentError. A 429 insufficient_quota is an InfraError without retries: not the
-model's fault, but waiting does not help. The API key never appears in messages, traces or errors.
+re-run at episode level). A refusal of the client itself (401/403: the key; 404: the model id or the URL)
+raises EndpointRefused, which stops the run: every episode would fail the same way, and none is recorded
+as the model's failure. Other errors a retry cannot fix (a 400 such as context length) raise AgentError.
+A 429 insufficient_quota is an InfraError without retries: not the model's fault, but waiting does not
+help. Either error carries the turn's retries (`retry_entries`) for the trajectory. The API key never
+appears in messages, traces or errors.
 
 One AsyncOpenAI client per (base_url, key, http_client) per event loop is shared by every episode
 (connection pooling; the SDK's aiohttp transport by default, see `http_client`). Each HTTP attempt holds
@@ -32,7 +35,7 @@ from typing import Any
 
 import openai
 
-from ecab.agents.base import AgentError, AgentTurn, InfraError
+from ecab.agents.base import AgentError, AgentTurn, EndpointRefused, InfraError
 from ecab.agents.keys import NO_KEY_PLACEHOLDER, resolve_api_key, scrub
 from ecab.agents.retry import (RetryLog, TransientResponseError, describe_error, is_quota_exhausted, is_retryable,
                                retry_after_seconds, retrying, status_of)
@@ -234,8 +237,10 @@ class OpenAIAgent:
                         raise TransientResponseError("the endpoint returned no choices")
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # noqa: BLE001 - every failure becomes AgentError or InfraError
-            raise self._classify(exc, log) from None
+        except Exception as exc:  # noqa: BLE001 - every failure becomes AgentError, InfraError or EndpointRefused
+            error = self._classify(exc, log)
+            error.retry_entries = list(log.entries)
+            raise error from None
         return self._turn(response, time.perf_counter() - started, log)
 
     # -------------------------------------------------------------------------------------------- parts
@@ -249,10 +254,11 @@ class OpenAIAgent:
         if status_of(exc) == 429 and is_quota_exhausted(exc):
             return InfraError(f"{where}: quota exhausted (not retried): {what}")
         if status_of(exc) in (401, 403):
-            return AgentError(f"{where}: authentication or permission refused (check "
-                              f"{self.settings.api_key_env or 'the endpoint key'}): {what}")
+            return EndpointRefused(f"{where}: authentication or permission refused (check "
+                                   f"{self.settings.api_key_env or 'the endpoint key'}): {what}")
         if status_of(exc) == 404:
-            return AgentError(f"{where}: not found at {self.settings.base_url or 'the OpenAI API'}: {what}")
+            return EndpointRefused(f"{where}: not found at {self.settings.base_url or 'the OpenAI API'} (check "
+                                   f"model.model_id and model.base_url): {what}")
         if status_of(exc) == 400 and "context" in what.lower():
             return AgentError(f"{where}: context length exceeded: {what}")
         return AgentError(f"{where}: request failed: {what}")

@@ -70,7 +70,11 @@ async def _loop(task: Task, agent: Agent, toolbox, settings: EpisodeSettings, tr
                           "retries": 0}
     while traj.total_tool_calls < settings.budget:
         turn += 1
-        reply = await agent.act(history, schemas)
+        try:
+            reply = await agent.act(history, schemas)
+        except (AgentError, InfraError) as exc:
+            _record_failed_turn(traj, usage, turn, exc)
+            raise
         _account(usage, reply)
         message = _clean_assistant(reply.message)
         if reply.reasoning_trace:
@@ -158,6 +162,15 @@ def _clean_assistant(message: dict[str, Any]) -> dict[str, Any]:
         if key not in out and key != "role":
             out[key] = value
     return out
+
+
+def _record_failed_turn(traj: Trajectory, usage: dict[str, Any], turn: int, exc: Exception) -> None:
+    """The retries of a turn that failed for good (`exc.retry_entries`, set by the LLM agent) go into the
+    record like a finished turn's: usage.retries and `retry` entries of the reasoning trace, so the
+    episode's retry count is every retry made, not only those of the turns that got an answer."""
+    entries = list(getattr(exc, "retry_entries", None) or [])
+    usage["retries"] += len(entries)
+    traj.reasoning_trace.extend({"type": "retry", **entry, "step": turn} for entry in entries)
 
 
 def _account(usage: dict[str, Any], reply) -> None:

@@ -534,14 +534,25 @@ def tokens_and_cost(episodes: Sequence[Episode]) -> dict[str, Any]:
     return out
 
 
+def episode_retries(traj: Trajectory) -> int:
+    """LLM retries of one episode: `usage.retries` when recorded (every retry, those of a turn that failed
+    for good included), else the per-step counts."""
+    if "retries" in (traj.usage or {}):
+        return int(traj.usage.get("retries") or 0)
+    return sum(s.retries for s in traj.steps)
+
+
 def latency_section(episodes: Sequence[Episode]) -> dict[str, Any]:
+    """Latencies of evaluated episodes; `llm_retries` counts every episode's retries (runtime errors too:
+    their retries are usually why they failed), so it equals the sum over the trajectories."""
     evaluated = _evaluated(episodes)
     steps = [s for e in evaluated for s in e.traj.steps]
     return {
         "tool_latency_s": spread([s.tool_latency_s for s in steps if s.tool is not None]),
         "agent_latency_s": spread([s.agent_latency_s for s in steps]),
         "episode_wall_s": spread([e.traj.wall_s for e in evaluated]),
-        "llm_retries": sum(s.retries for s in steps),
+        "llm_retries": sum(episode_retries(e.traj) for e in episodes),
+        "llm_retries_in_runtime_errors": sum(episode_retries(e.traj) for e in episodes if not e.evaluated),
     }
 
 

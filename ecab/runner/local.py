@@ -99,7 +99,16 @@ async def run_units(units: list[Unit], tasks: dict[str, Task], catalog, model_cf
 
     try:
         with frozen_heap():
-            return list(await asyncio.gather(*(one(u) for u in units)))
+            jobs = [asyncio.ensure_future(one(u)) for u in units]
+            try:
+                return list(await asyncio.gather(*jobs))
+            except BaseException:
+                # A unit raised (EndpointRefused: the endpoint refuses every request): stop the others at
+                # once. What finished is already in the run folder; the rest runs on resume.
+                for job in jobs:
+                    job.cancel()
+                await asyncio.gather(*jobs, return_exceptions=True)
+                raise
     finally:
         bar.close()
 

@@ -36,8 +36,9 @@ from pathlib import Path  # noqa: E402
 from typing import Any, Callable, Iterator  # noqa: E402
 
 import ray  # noqa: E402
-from ray.exceptions import GetTimeoutError, RayActorError  # noqa: E402
+from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError  # noqa: E402
 
+from ecab.agents.base import EndpointRefused  # noqa: E402
 from ecab.catalog.base import SearchHit, SearchPage  # noqa: E402
 from ecab.catalog.store import (HYBRID_DEPTH, MODES, SearchPageCache, ShardCandidates, batched_products, fuse,  # noqa: E402
                                  search_args, shard_of)  # noqa: E402
@@ -527,6 +528,11 @@ class RayRunner:
                     except RayActorError:
                         self._lost(worker, unit, queue)
                         continue
+                    except RayTaskError as exc:   # the endpoint refuses every request: stop the run
+                        cause = getattr(exc, "cause", None)
+                        if isinstance(cause, EndpointRefused):
+                            raise EndpointRefused(str(cause)) from None
+                        raise
                     done += 1
                     self.counts["infra_reruns"] += result["attempts"] - 1
                     if result["attempts"] > 1 or handed[tuple(result["key"])] > 1:
