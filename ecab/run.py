@@ -9,7 +9,6 @@ import asyncio
 import hashlib
 import json
 import os
-import shutil
 import sys
 import time
 from importlib import metadata
@@ -22,8 +21,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import hydra  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
-from ecab.config import ConfigError, die, preflight, require  # noqa: E402
-from ecab.schema import FormatError, Task, dumps, read_tasks, write_jsonl  # noqa: E402
+from ecab.agents.base import EndpointRefused  # noqa: E402
+from ecab.config import ConfigError, die, preflight, require, validate_numbers  # noqa: E402
+from ecab.schema import DEFAULT_MAX_LINE_BYTES, FormatError, Task, dumps, read_tasks, write_jsonl  # noqa: E402
 
 SECRET_MARKERS = ("api_key", "secret", "token", "password")
 
@@ -55,11 +55,7 @@ def package_versions() -> dict[str, str]:
 # ------------------------------------------------------------------------------------------------ stages
 
 def validate(cfg: DictConfig) -> None:
-    budget = cfg.budget
-    if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
-        raise ConfigError(f"budget must be a positive integer, got {budget!r}")
-    if not isinstance(cfg.trials, int) or cfg.trials < 1:
-        raise ConfigError(f"trials must be a positive integer, got {cfg.trials!r}")
+    validate_numbers(cfg)   # budget, trials, limits, concurrency, workers, shards, replicas, timeouts, ...
     from ecab.agents import LLM_KINDS, OFFLINE_KINDS
     if cfg.model.kind not in OFFLINE_KINDS + LLM_KINDS:
         raise ConfigError(f"model '{cfg.model.name}' has unknown kind {cfg.model.kind!r}; "
@@ -112,12 +108,15 @@ def open_catalog(cfg: DictConfig):
     return ensure_catalog(cfg.catalog, Path(cfg.cache_dir))
 
 
-def load_tasks(cfg: DictConfig, catalog) -> list[Task]:
+def load_tasks(cfg: DictConfig, catalog=None) -> list[Task]:
+    """The run's tasks: a benchmark file (needs no catalog), or the generated benchmark of `catalog`. Lines are
+    capped at benchmark.max_line_bytes; bad UTF-8, bad JSON and repeated task ids are errors naming file:line."""
+    cap = int(OmegaConf.select(cfg, "benchmark.max_line_bytes", default=None) or DEFAULT_MAX_LINE_BYTES)
     if cfg.benchmark.source == "file":
-        tasks = read_tasks(cfg.benchmark.path)
+        tasks = read_tasks(cfg.benchmark.path, max_line_bytes=cap)
     else:
         from ecab.construct.pipeline import ensure_benchmark
-        tasks = read_tasks(ensure_benchmark(cfg, catalog, Path(cfg.cache_dir)))
+        tasks = read_tasks(ensure_benchmark(cfg, catalog, Path(cfg.cache_dir)), max_line_bytes=cap)
     tasks = [t for t in tasks if t.is_ok]
     if cfg.benchmark.limit is not None:
         tasks = tasks[: int(cfg.benchmark.limit)]
@@ -130,15 +129,62 @@ def run_name(cfg: DictConfig) -> str:
     return cfg.run.name or f"{cfg.model.name}-b{cfg.budget}-{cfg.benchmark.source}"
 
 
+def move_aside(path: Path, keep: tuple[str, ...] = ()) -> Path:
+    """Move the contents of run folder `path` (all but `keep`) into a new sibling `<name>.<timestamp>`."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for n in range(1, 1000):
+        aside = path.with_name(f"{path.name}.{stamp}" + (f"-{n}" if n > 1 else ""))
+        try:
+            aside.mkdir()
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise ConfigError(f"cannot move {path} aside: {path.name}.{stamp}* all taken")
+    for entry in sorted(path.iterdir()):
+        if entry.name not in keep:
+            entry.rename(aside / entry.name)
+    return aside
+
+
+def lock_folder(folder) -> None:
+    """Take the run folder's lock (ecab/runner/lock.py), or refuse with one line naming the holder."""
+    from ecab.runner.lock import RunLock, RunLocked, describe
+    lock = RunLock(folder.path)
+    try:
+        lock.acquire()
+    except RunLocked as exc:
+        raise ConfigError(str(exc)) from None
+    folder.lock = lock
+    if lock.stale:
+        print(f"run folder {folder.path}: taking over from a run that ended without releasing it "
+              f"({describe(lock.stale)})")
+
+
 def prepare_folder(cfg: DictConfig, tasks: list[Task], catalog):
-    """Create or reopen the run folder; refuse to resume into a run of a different config or task set."""
+    """Lock, then create or reopen the run folder; refuse to resume into a run of a different config or task
+    set. With run.resume=false an existing run is moved aside (`<name>.<timestamp>`), never deleted. The
+    folder comes back locked: release it (`folder.release()`) when the run is over."""
     from ecab.runner.store import RunFolder
     folder = RunFolder(Path(cfg.run.dir) / run_name(cfg))
+    lock_folder(folder)
+    try:
+        _prepare_locked(cfg, tasks, catalog, folder)
+    except BaseException:
+        folder.release()
+        raise
+    return folder
+
+
+def _prepare_locked(cfg: DictConfig, tasks: list[Task], catalog, folder) -> None:
+    from ecab.runner.lock import LOCK_NAME
     resolved = redact(OmegaConf.to_container(cfg, resolve=True))
     # The runner (local or ray, its concurrency) never changes a result, so a run may resume on another.
     # What the episodes depend on: not how they are scheduled (runner) or named (run), nor the judge,
     # which can be changed and re-run on finished episodes (python -m ecab.judge).
     identity = {k: v for k, v in resolved.items() if k not in ("run", "runner", "judge")}
+    # Nor a guard on reading the task file (the task set's own hash is checked below).
+    identity["benchmark"] = {k: v for k, v in identity["benchmark"].items() if k != "max_line_bytes"}
     manifest = {
         "run_name": run_name(cfg),
         "config_hash": stable_hash(identity),
@@ -155,14 +201,14 @@ def prepare_folder(cfg: DictConfig, tasks: list[Task], catalog):
             raise ConfigError(f"run folder {folder.path} holds a run with a different "
                               f"{' and '.join(c.replace('_', ' ') for c in changed)}; use another run.name, "
                               "or run.resume=false to start afresh")
-    elif old:
-        shutil.rmtree(folder.path)
+    elif not cfg.run.resume and any(entry.name != LOCK_NAME for entry in folder.path.iterdir()):
+        aside = move_aside(folder.path, keep=(LOCK_NAME,))
+        print(f"run.resume=false: the previous run in {folder.path} was moved to {aside}")
     folder.create()
     folder.write_config(OmegaConf.to_yaml(OmegaConf.create(resolved)))
     write_jsonl(folder.path / "tasks.jsonl", tasks)
     manifest["started_at"] = old.get("started_at") if old and cfg.run.resume else time.strftime("%Y-%m-%dT%H:%M:%S")
     folder.write_manifest(manifest)
-    return folder
 
 
 def run_episodes(cfg: DictConfig, tasks: list[Task], catalog, folder, *, catalog_pool=None, on_done=None) -> dict:
@@ -222,9 +268,21 @@ def judge_and_reduce(cfg: DictConfig, tasks: list[Task], catalog, folder) -> dic
     return summary
 
 
-def headline(summary: dict, folder) -> str:
+def infra_errors(folder, tasks: list[Task] | None = None) -> list:
+    """The run's units left in infra_error (latest record per unit), in unit order."""
+    ids = {t.id for t in tasks} if tasks is not None else None
+    return [t for t in folder.latest_trajectories().values()
+            if t.termination == "infra_error" and (ids is None or t.id in ids)]
+
+
+def headline(summary: dict, folder, infra: list | None = None) -> str:
     pct = lambda x: f"{100 * (x or 0):.1f}%"  # noqa: E731
-    lines = [f"results: {folder.path}/ (summary.md, summary.json, verdicts.jsonl, trajectories/)",
+    infra = infra_errors(folder) if infra is None else infra
+    lines = [f"results: {folder.path}/ (summary.md, summary.json, verdicts.jsonl, trajectories/)"]
+    if infra:
+        lines.append(f"INFRA ERRORS: {len(infra)} of {summary.get('total_samples', 0)} episodes did not finish "
+                     f"(first: {infra[0].error}); re-run the same command to retry them")
+    lines += [
              f"accuracy {pct(summary.get('overall_accuracy'))} "
              f"(exact {summary.get('exact_match_correct', 0)}, non-exact correct "
              f"{summary.get('non_exact_but_correct', 0)}) over {summary.get('evaluated_samples', 0)} episodes; "
@@ -238,28 +296,52 @@ def headline(summary: dict, folder) -> str:
 
 
 def main_job(cfg: DictConfig) -> dict:
+    """The whole run; returns the summary, with `infra_error_units` (units left in infra_error) added."""
     validate(cfg)
     started = time.perf_counter()
+    # A benchmark file is read (and any bad line refused) before the catalog is opened or built.
+    tasks = load_tasks(cfg) if cfg.benchmark.source == "file" else None
     catalog = open_catalog(cfg)
-    tasks = load_tasks(cfg, catalog)
+    tasks = tasks if tasks is not None else load_tasks(cfg, catalog)
     folder = prepare_folder(cfg, tasks, catalog)
-    print(f"ecab: {len(tasks)} tasks x {cfg.trials} trial(s), model={cfg.model.name}, budget={cfg.budget}, "
-          f"catalog={catalog.fingerprint[:12]} ({catalog.count()} products) -> {folder.path}")
-    run_episodes(cfg, tasks, catalog, folder)
-    summary = judge_and_reduce(cfg, tasks, catalog, folder)
-    print(headline(summary, folder))
+    try:
+        print(f"ecab: {len(tasks)} tasks x {cfg.trials} trial(s), model={cfg.model.name}, budget={cfg.budget}, "
+              f"catalog={catalog.fingerprint[:12]} ({catalog.count()} products) -> {folder.path}")
+        run_episodes(cfg, tasks, catalog, folder)
+        summary = judge_and_reduce(cfg, tasks, catalog, folder)
+        infra = infra_errors(folder, tasks)
+    finally:
+        folder.release()
+    print(headline(summary, folder, infra))
     print(f"done in {time.perf_counter() - started:.1f} s")
-    return summary
+    return {**summary, "infra_error_units": len(infra),
+            "first_infra_error": infra[0].error if infra else None}
+
+
+EXIT_INFRA_ERRORS = 3   # the run ended, but some units are left in infra_error: re-run to retry them
+_exit_code = 0          # the worst outcome of the run's jobs (several in a -m sweep); sys.exit at the end
+
+
+def exit_code() -> int:
+    return _exit_code
 
 
 @hydra.main(config_path="../conf", config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> None:
+    global _exit_code
     try:
-        main_job(cfg)
+        summary = main_job(cfg)
     except (ConfigError, FormatError) as exc:
         die(str(exc))
+    except EndpointRefused as exc:
+        die(f"{exc}; stopped the run (finished episodes are saved)")
     except KeyboardInterrupt:
         die("interrupted; finished episodes are saved, re-run the same command to resume", code=130)
+    if summary["infra_error_units"]:
+        print(f"ecab: error: {summary['infra_error_units']} of {summary.get('total_samples', 0)} episodes ended "
+              f"in infra_error (first: {summary['first_infra_error']}); re-run the same command to retry them",
+              file=sys.stderr)
+        _exit_code = max(_exit_code, EXIT_INFRA_ERRORS)
 
 
 if __name__ == "__main__":
@@ -267,4 +349,5 @@ if __name__ == "__main__":
         preflight(sys.argv[1:])
     except ConfigError as exc:
         die(str(exc))
-    sys.exit(main())
+    main()
+    sys.exit(exit_code())

@@ -73,10 +73,13 @@ def run_study(budgets: list[int], overrides: list[str], study: str | None = None
             named = [f"run.name={cfg.run.name}-b{budget}"] if cfg.run.name else []
             run_cfg = load_config([*base, f"budget={budget}", *named])
             validate(run_cfg)
-            folder = prepare_folder(run_cfg, tasks, catalog)
-            print(f"budget {budget}: {len(tasks)} tasks x {run_cfg.trials} trial(s) -> {folder.path}")
-            stats = run_episodes(run_cfg, tasks, catalog, folder, catalog_pool=pool)
-            rows.append(study_row(budget, judge_and_reduce(run_cfg, tasks, catalog, folder), stats))
+            folder = prepare_folder(run_cfg, tasks, catalog)   # locked, like any run folder
+            try:
+                print(f"budget {budget}: {len(tasks)} tasks x {run_cfg.trials} trial(s) -> {folder.path}")
+                stats = run_episodes(run_cfg, tasks, catalog, folder, catalog_pool=pool)
+                rows.append(study_row(budget, judge_and_reduce(run_cfg, tasks, catalog, folder), stats))
+            finally:
+                folder.release()
     finally:
         pool.shutdown()
     out = Path(cfg.run.dir) / (study or f"{cfg.model.name}-budget-study")
@@ -86,12 +89,14 @@ def run_study(budgets: list[int], overrides: list[str], study: str | None = None
 
 
 def main(argv: list[str] | None = None) -> None:
+    from ecab.agents.base import EndpointRefused
     from ecab.config import ConfigError, die
+    from ecab.schema import FormatError
 
     budgets, study, overrides = parse_args(sys.argv[1:] if argv is None else argv)
     try:
         run_study(budgets, overrides, study)
-    except ConfigError as exc:
+    except (ConfigError, FormatError, EndpointRefused) as exc:
         die(str(exc))
 
 

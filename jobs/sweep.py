@@ -21,10 +21,12 @@ def sweep_argv(args: list[str]) -> list[str]:
 
 
 def main() -> None:
+    from ecab.run import exit_code
     from ecab.run import main as run_main
 
     sys.argv = sweep_argv(sys.argv[1:])
     run_main()
+    sys.exit(exit_code())   # non-zero when a job left units in infra_error
 
 
 if __name__ == "__main__":

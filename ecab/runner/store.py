@@ -46,6 +46,13 @@ class RunFolder:
         self.summary_path = self.path / "summary.json"
         self.plots_dir = self.path / "plots"
         self._append_lock = threading.Lock()
+        self.lock = None   # the folder's RunLock while a run holds it (ecab.run.prepare_folder)
+
+    def release(self) -> None:
+        """Let the folder go (its RunLock); a no-op when this object holds no lock."""
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
 
     def create(self) -> "RunFolder":
         self.trajectories_dir.mkdir(parents=True, exist_ok=True)
