@@ -1,89 +1,61 @@
-"""`python_execute`: run agent-written Python safely, fast, and without blocking the event loop.
+"""`python_execute`: every call in a fresh operating-system sandbox, fast, without blocking the event loop.
 
-Why this shape (SPEC §2.2 tool 9 and §8 item 5 list the original's defects: broken imports, no limits,
-process-global stdout, a dunder escape):
+Each call runs in its own bubblewrap sandbox (ecab/env/isolation.py: no host filesystem, no network, own PID
+namespace, unprivileged, seccomp) holding one worker process (ecab/env/sandbox_worker.py) that serves exactly
+one request and exits; the sandbox and everything started in it are then killed. Its result comes back over the
+pipes the host made for that sandbox alone. Why bubblewrap, and the measurements: docs/decisions.md#sandbox.
 
-- **One forked child per call.** A small *zygote* process (this very file run as a script, with `-I -S`,
-  a scrubbed environment and the six allowed modules pre-imported) forks one child per request. The child
-  sets its rlimits (CPU seconds, address space, no file writes, no new processes), runs the code with
-  stdout captured in memory, writes one JSON result to its own pipe and exits. A fork of a ~10 MB
-  interpreter costs about a millisecond, every call starts from a clean state, and whatever the code
-  does (memory bomb, crash, endless loop) dies with its child; the zygote and the next call are unaffected.
-- **Never fork the host.** The host process (an asyncio runner or a Ray actor with LanceDB and model
-  threads) only talks to the zygote over two pipes; forking it would be slow and unsafe with threads.
-- **Async friendly.** One reader thread per host process resolves `concurrent.futures.Future`s; the async
-  API awaits them with `asyncio.wrap_future`, so thousands of concurrent episodes share one zygote and no
-  event loop ever blocks. The zygote runs at most `max_parallel` children at a time and queues the rest.
-- **Limits:** CPU time (`RLIMIT_CPU`, the kernel kills a busy loop), address space (`RLIMIT_AS`, a big
-  allocation raises MemoryError), a wall-clock deadline enforced by the zygote (SIGKILL; catches sleeping
-  or starved children), a cap on captured output, and a cap on code size.
-- **Restrictions inside the child**, in layers: an AST check rejects names and attributes starting with
-  `_` (all dunders), frame/generator/traceback attributes (`gi_frame`, `f_back`, `f_globals`, ...) and
-  class statements; builtins are an allow-list (the original's list plus harmless ones); `__import__` has
-  the full 5-argument signature and only hands out *read-only proxies* of math, statistics, decimal,
-  fractions, json and re that carry no module attributes (the real `json` module exposes `json.codecs`,
-  whose `sys` would reach `os`). The zygote's environment is scrubbed so that even a string-format read
-  (`"{0.x}".format(...)`, which the AST cannot see into) finds no secrets.
+Speed comes from warm sandboxes: a spawner thread keeps `warm_workers` sandboxes started and waiting, so a call
+pays only its own run (~ms), not the ~50 ms of namespace set-up and interpreter start. Calls run on a thread
+pool (`max_parallel` at once); the async API awaits their futures, so thousands of episodes share one pool.
 
-Result shapes (the conversion to the agent-level error shape happens HERE, because only the sandbox
-knows why a run failed): success is `{"output": <stdout>, "error": None}` exactly like the original;
-any failure (exception in the code, forbidden construct, limit hit, crash) is
-`{"error": "Tool call failed: <ExcType>: <message>"}`, the shape the original's agent produced from the
-propagated exception. ecab prefixes the exception type (the original gave bare `str(exc)`, e.g. `'x'`
-for a KeyError), which is more useful to an agent and changes no score. `SandboxResult` keeps the
-structured form (`kind`, `elapsed_s`) for analysis.
+Fail closed: where the kernel or the machine refuses what the sandbox needs (no bwrap, no namespaces),
+`status()` says so once and every call answers `Tool call failed: sandbox unavailable: <why>`; code never
+runs unsandboxed.
+
+Result shapes are the original's: success `{"output": <stdout>, "error": None}`; any failure
+`{"error": "Tool call failed: <ExcType>: <message>"}` (docs/original-harness.md, python_execute).
+`SandboxResult` keeps the structured form (`kind`, `elapsed_s`) for analysis.
 
 Public API: `run_code(code)`, `await run_code_async(code)`, `execute(code) -> SandboxResult`,
-`await execute_async(code)`, `Sandbox(limits)` for a private instance, `default_sandbox()`.
+`await execute_async(code)`, `Sandbox(limits)` for a private instance, `default_sandbox()`, `sandbox_status()`.
 """
 from __future__ import annotations
 
 import ast
 import asyncio
+import collections
 import concurrent.futures
 import itertools
 import json
 import os
-import selectors
+import select
 import signal
 import subprocess
-import sys
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 
-ALLOWED_MODULES = ("math", "statistics", "decimal", "fractions", "json", "re")
+from ecab.env import isolation
+from ecab.env.sandbox_worker import ALLOWED_MODULES, ForbiddenCode, check_code  # noqa: F401 (re-exported)
 
-# The original's builtins (SPEC §2.2 tool 9) ...
-SPEC_BUILTINS = ("print", "range", "len", "int", "float", "str", "list", "dict", "tuple", "set", "sum", "min",
-                 "max", "abs", "round", "sorted", "enumerate", "zip", "map", "filter", "isinstance", "type",
-                 "bool")
-# ... plus pure, side-effect-free ones that calculation code commonly needs. Deliberately absent: open,
-# eval, exec, compile, getattr/setattr/delattr, vars, dir, globals, locals, input, help, breakpoint,
-# memoryview, object, super, classmethod/staticmethod/property, __build_class__.
-EXTRA_BUILTINS = ("any", "all", "reversed", "divmod", "pow", "chr", "ord", "hex", "bin", "oct", "repr",
-                  "format", "hash", "iter", "next", "frozenset", "slice", "callable", "complex", "bytes",
-                  "issubclass", "hasattr", "id", "ascii",
-                  "Exception", "ArithmeticError", "AssertionError", "AttributeError", "IndexError", "KeyError",
-                  "LookupError", "NameError", "OverflowError", "RuntimeError", "StopIteration", "TypeError",
-                  "ValueError", "ZeroDivisionError", "True", "False", "None")
-
-# Attributes that lead from an ordinary object to frames, code or globals without a leading underscore.
-FORBIDDEN_ATTRIBUTES = frozenset({
-    "gi_frame", "gi_code", "gi_yieldfrom", "cr_frame", "cr_code", "cr_await", "cr_origin", "ag_frame",
-    "ag_code", "ag_await", "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "f_trace", "tb_frame",
-    "tb_next", "co_code", "co_consts", "mro", "func_globals", "format_map",
-})
+UID_BASE = 1_900_000_000   # root mode: sandboxes run as UID_BASE + n, uids no account on the host uses
+UID_SPAN = 65_536
+START_TIMEOUT_S = 30.0     # a sandbox that is not ready by then (a machine under heavy load) fails the call
+REPLY_FIELDS = {"ok", "output", "error", "kind"}
 
 
 @dataclass(frozen=True)
 class SandboxLimits:
-    cpu_seconds: int = 1           # RLIMIT_CPU soft limit; the kernel sends SIGXCPU, then SIGKILL a second later
-    wall_seconds: float = 1.5      # the zygote SIGKILLs a child still running after this (from fork)
-    memory_mb: int = 256           # RLIMIT_AS of the child (the forked interpreter itself is ~30 MB)
+    cpu_seconds: int = 1           # RLIMIT_CPU of the worker (SIGXCPU, then SIGKILL a second later)
+    wall_seconds: float = 1.5      # from the request to the reply; then the whole sandbox is killed
+    memory_mb: int = 256           # RLIMIT_AS of the worker
     max_output_chars: int = 20_000  # captured stdout beyond this is dropped, with a note
     max_code_chars: int = 100_000
-    max_parallel: int = max(2, 2 * (os.cpu_count() or 1))  # children alive at once; the rest queue
+    max_parallel: int = max(2, 2 * (os.cpu_count() or 1))  # calls running at once; the rest queue
+    warm_workers: int = 4          # sandboxes kept started and waiting for a call
+    max_processes: int = 0         # processes the code may start (RLIMIT_NPROC; 0 refuses fork)
+    tmp_mb: int = 8                # size of the sandbox's private /tmp
 
 
 @dataclass
@@ -92,7 +64,9 @@ class SandboxResult:
     output: str = ""
     error: str | None = None      # "<ExcType>: <message>" or a limit message
     kind: str = "ok"              # ok | exception | forbidden | timeout | cpu_limit | memory | crash | internal
-    elapsed_s: float = 0.0        # as measured by the zygote, fork to exit
+                                  # | unavailable
+    elapsed_s: float = 0.0        # request to reply, as the host measured it
+    sandbox_id: str = ""          # the sandbox's token (tests look for its processes after the call)
 
     def to_tool_dict(self) -> dict:
         if self.ok:
@@ -100,23 +74,190 @@ class SandboxResult:
         return {"error": f"Tool call failed: {self.error}"}
 
 
+@dataclass(frozen=True)
+class SandboxStatus:
+    available: bool
+    detail: str       # how calls are isolated, or why they cannot be
+
+    def line(self) -> str:
+        if self.available:
+            return f"python_execute sandbox: {self.detail}"
+        return f"python_execute sandbox unavailable: {self.detail}; python_execute calls will fail"
+
+
 # =========================================================================================================
-# Host side: one zygote per process, a reader thread, futures
+# One sandbox: a bwrap process holding one worker, the pipes to it, and its teardown
+# =========================================================================================================
+
+class _Jail:
+    """A started sandbox. Used for exactly one request, then destroyed with everything inside it."""
+
+    def __init__(self, argv: list[str], pass_fds: tuple[int, ...], info_read: int, token: str):
+        self.token = token
+        self._info_read = info_read
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     pass_fds=pass_fds, close_fds=True, start_new_session=True, cwd="/",
+                                     env={"PATH": "/usr/bin:/bin"})
+        self._buffer = b""
+        self._init_pid: int | None = None
+
+    def wait_ready(self, deadline: float) -> bool:
+        line = self._read_line(deadline, limit=64)
+        return line == b"R"
+
+    def send(self, code: str) -> bool:
+        """Hand the request to the worker; False if it is gone (it died while waiting)."""
+        data = code.encode("utf-8", "surrogatepass")
+        if self.proc.poll() is not None:
+            return False
+        try:
+            self.proc.stdin.write(len(data).to_bytes(8, "big") + data)
+            self.proc.stdin.close()
+        except OSError:
+            return False
+        return True
+
+    def read_reply(self, deadline: float, reply_limit: int) -> tuple[bytes | None, bool]:
+        """The reply line, or None; and whether the deadline passed."""
+        line = self._read_line(deadline, reply_limit)
+        return line, line is None and time.monotonic() >= deadline
+
+    def _read_line(self, deadline: float, limit: int) -> bytes | None:
+        fd = self.proc.stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or len(self._buffer) > limit:
+                return None
+            if not poller.poll(remaining * 1000):
+                continue
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return None
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return line
+
+    def destroy(self) -> None:
+        """Kill the sandbox's PID-1, which makes the kernel kill every process in its namespace, and wait
+        for bwrap, which exits only once that namespace is empty."""
+        init_pid = self._read_init_pid()
+        if self.proc.poll() is None:
+            for pid in ([init_pid] if init_pid else []):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            try:
+                self.proc.wait(timeout=2.0)
+            except subprocess.TimeoutExpired:  # no info from bwrap: kill it; --die-with-parent does the rest
+                self.proc.kill()
+                self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        os.close(self._info_read)
+
+    def _read_init_pid(self) -> int | None:
+        """bwrap writes {"child-pid": N} (the sandbox's PID-1, in host numbering) to the info pipe."""
+        if self._init_pid is None:
+            os.set_blocking(self._info_read, False)
+            try:
+                info = json.loads(os.read(self._info_read, 4096) or b"{}")
+                self._init_pid = int(info.get("child-pid") or 0) or None
+            except (OSError, ValueError):
+                pass
+        return self._init_pid
+
+    def failure_text(self) -> str:
+        """bwrap's own complaint (first line), for a sandbox that never got ready. Never blocks for long:
+        a process left in the sandbox could keep the pipe open."""
+        try:
+            self.proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            pass
+        text = ""
+        fd = self.proc.stderr.fileno()
+        if select.select([fd], [], [], 0.2)[0]:
+            os.set_blocking(fd, False)
+            try:
+                text = os.read(fd, 4096).decode("utf-8", "replace").strip()
+            except OSError:
+                pass
+        return text.splitlines()[0] if text else f"sandbox exited with status {self.proc.returncode}"
+
+
+def _result_from_reply(line: bytes) -> SandboxResult:
+    """The worker's reply is a Python literal; anything else (a hostile call can write its own channel) is
+    reported as a bad reply, never trusted beyond these four fields."""
+    try:
+        fields = ast.literal_eval(line.decode("utf-8", "replace"))
+        if not isinstance(fields, dict) or not set(fields) <= REPLY_FIELDS or not isinstance(fields.get("ok"), bool):
+            raise ValueError("unexpected fields")
+        return SandboxResult(ok=fields["ok"], output=str(fields.get("output") or ""),
+                             error=None if fields.get("error") is None else str(fields["error"]),
+                             kind=str(fields.get("kind") or ("ok" if fields["ok"] else "exception")))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as exc:
+        return SandboxResult(False, error=f"bad sandbox reply: {type(exc).__name__}", kind="internal")
+
+
+def _describe_death(returncode: int | None, timed_out: bool, limits: SandboxLimits) -> SandboxResult:
+    if timed_out:
+        return SandboxResult(False, error=f"TimeoutError: execution exceeded {limits.wall_seconds} s wall-clock "
+                                          "limit", kind="timeout")
+    # bwrap exits with the worker's status, 128 + N for a worker killed by signal N.
+    sig = returncode - 128 if returncode is not None and returncode > 128 else (
+        -returncode if returncode is not None and returncode < 0 else None)
+    if sig == signal.SIGXCPU:
+        return SandboxResult(False, error=f"TimeoutError: execution exceeded {limits.cpu_seconds} s CPU limit",
+                             kind="cpu_limit")
+    if sig == signal.SIGKILL:
+        return SandboxResult(False, error="sandbox process was killed (CPU or memory limit)", kind="crash")
+    if sig is not None:
+        return SandboxResult(False, error=f"sandbox process crashed ({signal.Signals(sig).name})", kind="crash")
+    return SandboxResult(False, error=f"sandbox process exited with code {returncode} without a result",
+                         kind="crash")
+
+
+# =========================================================================================================
+# The pool: warm sandboxes, a spawner thread, call threads
 # =========================================================================================================
 
 class Sandbox:
-    """A client of one zygote process. Thread-safe; usable from any thread and any event loop."""
+    """Runs python_execute calls, each in a fresh OS sandbox. Thread-safe; usable from any thread and loop."""
 
-    def __init__(self, limits: SandboxLimits | None = None):
+    def __init__(self, limits: SandboxLimits | None = None, *, python_guard: bool = True):
+        """`python_guard=False` drops the Python-level first layer (builtins allow-list, AST check) and runs
+        plain Python: for the red-team tests only, which show the operating-system wall holds on its own."""
         self.limits = limits or SandboxLimits()
-        self._state_lock = threading.Lock()  # guards _proc/_pending; held only briefly
-        self._write_lock = threading.Lock()  # serialises request frames; never held with _state_lock
-        self._proc: subprocess.Popen | None = None
-        self._pending: dict[int, concurrent.futures.Future] = {}
-        self._ids = itertools.count(1)
+        self.python_guard = python_guard
+        self._status_lock = threading.Lock()
+        self._status: SandboxStatus | None = None
+        self._reset_pool()
+
+    def _reset_pool(self) -> None:
         self._owner_pid = os.getpid()
+        self._cond = threading.Condition()
+        self._idle: collections.deque[_Jail] = collections.deque()
+        self._waiting = 0
+        self._closed = False
+        self._spawn_error: str | None = None
+        self._uids = itertools.count()
+        self._tokens = itertools.count()
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._spawner: threading.Thread | None = None
 
     # -- public ------------------------------------------------------------------------------------------
+
+    def status(self) -> SandboxStatus:
+        """Whether calls can be isolated here, found once by starting one sandbox and running `print(6*7)`."""
+        with self._status_lock:
+            if self._status is None:
+                self._status = self._check()
+            return self._status
 
     def submit(self, code: str) -> concurrent.futures.Future:
         """Queue one run; the future resolves to a SandboxResult (never raises for bad code)."""
@@ -129,21 +270,7 @@ class Sandbox:
             future.set_result(SandboxResult(False, error=f"code is longer than {self.limits.max_code_chars} "
                                                           "characters", kind="forbidden"))
             return future
-        with self._state_lock:
-            proc, pending = self._ensure_started()
-            request_id = next(self._ids)
-            pending[request_id] = future
-        frame = json.dumps({"id": request_id, "code": code}).encode() + b"\n"
-        try:
-            with self._write_lock:
-                proc.stdin.write(frame)
-                proc.stdin.flush()
-        except (OSError, ValueError) as exc:  # the zygote died under us; the next submit restarts it
-            with self._state_lock:
-                pending.pop(request_id, None)
-            if not future.done():
-                future.set_result(SandboxResult(False, error=f"sandbox unavailable: {exc}", kind="internal"))
-        return future
+        return self._ensure_executor().submit(self._call, code)
 
     def execute(self, code: str) -> SandboxResult:
         return self.submit(code).result()
@@ -157,61 +284,155 @@ class Sandbox:
     async def run_code_async(self, code: str) -> dict:
         return (await self.execute_async(code)).to_tool_dict()
 
-    @property
-    def zygote_pid(self) -> int | None:
-        proc = self._proc
-        return proc.pid if proc is not None and proc.poll() is None else None
-
     def close(self) -> None:
-        with self._state_lock:
-            proc, self._proc = self._proc, None
-        if proc is not None:
+        """Stop the spawner and kill the warm sandboxes (running calls finish first)."""
+        if os.getpid() != self._owner_pid:
+            return
+        with self._cond:
+            self._closed = True
+            idle, self._idle = list(self._idle), collections.deque()
+            self._cond.notify_all()
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+        for jail in idle:
+            jail.destroy()
+        if self._spawner is not None:
+            self._spawner.join(timeout=5)
+
+    # -- a call --------------------------------------------------------------------------------------------
+
+    def _call(self, code: str) -> SandboxResult:
+        status = self.status()
+        if not status.available:
+            return SandboxResult(False, error=f"sandbox unavailable: {status.detail}", kind="unavailable")
+        # A warm sandbox that died while waiting (the OOM killer, say) is skipped; a dead one answers at once.
+        for _ in range(self.limits.warm_workers + 2):
+            jail = self._acquire()
+            if jail is None:
+                return SandboxResult(False, error=f"sandbox unavailable: {self._spawn_error or 'closed'}",
+                                     kind="unavailable")
             try:
-                proc.stdin.close()  # the zygote exits on EOF and kills its children
-                proc.wait(timeout=5)
-            except Exception:
-                proc.kill()
+                if not jail.wait_ready(time.monotonic() + START_TIMEOUT_S) or not jail.send(code):
+                    failure = jail.failure_text()
+                    continue
+                return self._run_in(jail)
+            finally:
+                jail.destroy()
+        return SandboxResult(False, error=f"sandbox could not start: {failure}", kind="internal")
 
-    # -- internals ---------------------------------------------------------------------------------------
+    def _run_in(self, jail: _Jail) -> SandboxResult:
+        """Wait for the reply of a request just sent; the wall limit runs from now."""
+        started = time.monotonic()
+        reply_limit = 8 * self.limits.max_output_chars + 65_536
+        line, timed_out = jail.read_reply(started + self.limits.wall_seconds, reply_limit)
+        elapsed = time.monotonic() - started
+        if line is not None:
+            result = _result_from_reply(line)
+        else:
+            if not timed_out:
+                try:
+                    jail.proc.wait(timeout=max(0.0, started + self.limits.wall_seconds - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+            result = _describe_death(jail.proc.poll(), timed_out, self.limits)
+        result.elapsed_s = round(elapsed, 4)
+        result.sandbox_id = jail.token
+        return result
 
-    def _ensure_started(self) -> tuple[subprocess.Popen, dict]:
-        """The live zygote and its pending table, starting a new zygote if needed (caller holds the lock)."""
-        if os.getpid() != self._owner_pid:  # we were forked: the pipes belong to the parent
-            self._proc, self._pending, self._owner_pid = None, {}, os.getpid()
-        if self._proc is not None and self._proc.poll() is None:
-            return self._proc, self._pending
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
-        proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", os.path.abspath(__file__), json.dumps(asdict(self.limits))],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-            cwd="/", close_fds=True, start_new_session=True)
-        # Each zygote gets its own pending table, so a dying one can only fail its own requests.
-        self._proc, self._pending = proc, {}
-        threading.Thread(target=self._read_results, args=(proc, self._pending), name="ecab-sandbox-reader",
-                         daemon=True).start()
-        return proc, self._pending
+    # -- warm sandboxes --------------------------------------------------------------------------------------
 
-    def _read_results(self, proc: subprocess.Popen, pending: dict) -> None:
-        for line in proc.stdout:
+    def _ensure_executor(self) -> concurrent.futures.ThreadPoolExecutor:
+        with self._cond:
+            if os.getpid() != self._owner_pid:  # forked: the parent's pipes and threads are not ours
+                self._reset_pool()
+            if self._executor is None:
+                self._executor = concurrent.futures.ThreadPoolExecutor(self.limits.max_parallel,
+                                                                       thread_name_prefix="ecab-sandbox")
+            return self._executor
+
+    def _acquire(self) -> _Jail | None:
+        with self._cond:
+            if self._spawner is None:
+                # bwrap's --die-with-parent follows the thread that started it: one long-lived thread starts
+                # every sandbox, so they all die with this process but not with a short-lived call thread.
+                self._spawner = threading.Thread(target=self._spawn_loop, name="ecab-sandbox-spawner",
+                                                 daemon=True)
+                self._spawner.start()
+            self._waiting += 1
+            self._cond.notify_all()
             try:
-                message = json.loads(line)
-                result = SandboxResult(**message["result"])
-            except Exception as exc:  # a broken frame: fail loudly for that request only
-                message, result = {}, SandboxResult(False, error=f"bad sandbox reply: {exc}", kind="internal")
-            with self._state_lock:
-                future = pending.pop(message.get("id"), None)
-            if future is not None and not future.done():
-                future.set_result(result)
-        # EOF: the zygote exited (crash, kill or close). Fail what it still owed; the next submit restarts it.
-        proc.wait()
-        with self._state_lock:
-            if self._proc is proc:
-                self._proc = None
-            owed = list(pending.values())
-            pending.clear()
-        for future in owed:
-            if not future.done():
-                future.set_result(SandboxResult(False, error="sandbox process exited", kind="internal"))
+                while not self._idle and not self._closed and self._spawn_error is None:
+                    self._cond.wait()
+                return self._idle.popleft() if self._idle else None
+            finally:
+                self._waiting -= 1
+                self._cond.notify_all()
+
+    def _spawn_loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._closed and len(self._idle) >= self.limits.warm_workers + self._waiting:
+                    self._cond.wait()
+                if self._closed:
+                    return
+            try:
+                jail = self._start_jail()
+            except (OSError, isolation.IsolationUnavailable) as exc:
+                with self._cond:
+                    self._spawn_error = f"sandbox could not start: {exc}"
+                    self._cond.notify_all()
+                time.sleep(0.5)
+                with self._cond:
+                    self._spawn_error = None
+                continue
+            with self._cond:
+                self._idle.append(jail)
+                self._cond.notify_all()
+
+    def _start_jail(self) -> _Jail:
+        runtime = isolation.probe_runtime()
+        program, _ = isolation.seccomp_program()
+        uid = UID_BASE + next(self._uids) % UID_SPAN if isolation.runs_as_root() else None
+        settings = {"uid": uid, "cpu_seconds": self.limits.cpu_seconds, "memory_mb": self.limits.memory_mb,
+                    "max_output_chars": self.limits.max_output_chars, "max_processes": self.limits.max_processes,
+                    "file_bytes": self.limits.tmp_mb << 20, "guard": int(self.python_guard)}
+        info_read, info_write = os.pipe()
+        filter_fd = isolation.seccomp_fd(program) if program else None
+        token = f"ecab-sandbox-{os.getpid()}-{next(self._tokens)}"
+        settings["token"] = token
+        argv = isolation.bwrap_command(runtime, worker_settings=settings, tmp_bytes=self.limits.tmp_mb << 20,
+                                       info_fd=info_write, seccomp=filter_fd)
+        try:
+            fds = (info_write,) + ((filter_fd,) if filter_fd is not None else ())
+            return _Jail(argv, fds, info_read, token)
+        except BaseException:
+            os.close(info_read)
+            raise
+        finally:
+            os.close(info_write)
+            if filter_fd is not None:
+                os.close(filter_fd)
+
+    def _check(self) -> SandboxStatus:
+        try:
+            isolation.bwrap_path()
+            isolation.probe_runtime()
+            _, seccomp_line = isolation.seccomp_program()
+            jail = self._start_jail()
+        except (OSError, isolation.IsolationUnavailable) as exc:
+            return SandboxStatus(False, str(exc))
+        try:
+            if not jail.wait_ready(time.monotonic() + START_TIMEOUT_S) or not jail.send("print(6 * 7)"):
+                return SandboxStatus(False, f"bubblewrap could not build the sandbox: {jail.failure_text()}")
+            result = self._run_in(jail)
+        finally:
+            jail.destroy()
+        if result.output != "42\n":
+            return SandboxStatus(False, f"a test call failed: {result.error or result.output!r}")
+        who = (f"root drops to an unprivileged uid" if isolation.runs_as_root()
+               else "user namespace, all capabilities dropped")
+        return SandboxStatus(True, f"bubblewrap (own mount, PID, network and IPC namespaces; {who}; "
+                                   f"{seccomp_line})")
 
 
 _default: Sandbox | None = None
@@ -225,6 +446,11 @@ def default_sandbox() -> Sandbox:
         if _default is None:
             _default = Sandbox()
         return _default
+
+
+def sandbox_status() -> SandboxStatus:
+    """Whether python_execute can run here (one line for a run's start-up)."""
+    return default_sandbox().status()
 
 
 def execute(code: str) -> SandboxResult:
@@ -243,292 +469,3 @@ def run_code(code: str) -> dict:
 async def run_code_async(code: str) -> dict:
     """python_execute without blocking the event loop; same shapes as `run_code`."""
     return await default_sandbox().run_code_async(code)
-
-
-# =========================================================================================================
-# Code checks and the restricted namespace (used inside the child; pure, importable for tests)
-# =========================================================================================================
-
-class ForbiddenCode(Exception):
-    pass
-
-
-def check_code(tree: ast.AST) -> None:
-    """Reject constructs that lead out of the sandbox; raises ForbiddenCode naming the first one."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and (node.attr.startswith("_") or node.attr in FORBIDDEN_ATTRIBUTES):
-            raise ForbiddenCode(f"access to attribute '{node.attr}' is not allowed (line {node.lineno})")
-        if isinstance(node, ast.Name) and node.id.startswith("_"):
-            raise ForbiddenCode(f"names starting with '_' are not allowed: '{node.id}' (line {node.lineno})")
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("_"):
-            raise ForbiddenCode(f"names starting with '_' are not allowed: '{node.name}' (line {node.lineno})")
-        if isinstance(node, ast.arg) and node.arg.startswith("_"):
-            raise ForbiddenCode(f"names starting with '_' are not allowed: '{node.arg}' (line {node.lineno})")
-        if isinstance(node, ast.MatchClass):  # `case C(attr=x)` reads attributes by name, like `.attr`
-            bad = [a for a in node.kwd_attrs if a.startswith("_") or a in FORBIDDEN_ATTRIBUTES]
-            if bad:
-                raise ForbiddenCode(f"access to attribute '{bad[0]}' is not allowed (line {node.lineno})")
-        if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name and node.name.startswith("_"):
-            raise ForbiddenCode(f"names starting with '_' are not allowed: '{node.name}' (line {node.lineno})")
-        if isinstance(node, ast.MatchMapping) and node.rest and node.rest.startswith("_"):
-            raise ForbiddenCode(f"names starting with '_' are not allowed: '{node.rest}' (line {node.lineno})")
-        if isinstance(node, ast.ClassDef):
-            raise ForbiddenCode(f"class definitions are not allowed (line {node.lineno})")
-        if isinstance(node, (ast.AsyncFunctionDef, ast.Await, ast.AsyncFor, ast.AsyncWith)):
-            raise ForbiddenCode(f"async code is not allowed (line {node.lineno})")
-        if isinstance(node, (ast.Global, ast.Nonlocal)) and any(n.startswith("_") for n in node.names):
-            raise ForbiddenCode(f"names starting with '_' are not allowed (line {node.lineno})")
-        if isinstance(node, ast.alias) and any(part.startswith("_") for part in node.name.split(".")):
-            raise ForbiddenCode(f"importing private names is not allowed: '{node.name}'")
-
-
-class ModuleProxy:
-    """A read-only view of an allowed module: its public, non-module attributes only."""
-
-    def __init__(self, module):
-        import types
-        public = {name: getattr(module, name) for name in dir(module)
-                  if not name.startswith("_") and not isinstance(getattr(module, name), types.ModuleType)}
-        object.__setattr__(self, "_name", module.__name__)
-        object.__setattr__(self, "_public", public)
-
-    def __getattr__(self, name):
-        try:
-            return self._public[name]
-        except KeyError:
-            raise AttributeError(f"module '{self._name}' has no attribute '{name}'") from None
-
-    def __setattr__(self, name, value):
-        raise AttributeError(f"module '{self._name}' is read-only")
-
-    def __repr__(self):
-        return f"<module '{self._name}'>"
-
-
-def make_proxies() -> dict[str, ModuleProxy]:
-    import importlib
-    return {name: ModuleProxy(importlib.import_module(name)) for name in ALLOWED_MODULES}
-
-
-def make_builtins(proxies: dict[str, ModuleProxy], stdout) -> dict:
-    import builtins
-
-    def safe_import(name, globals=None, locals=None, fromlist=(), level=0):
-        if level != 0 or name not in proxies:
-            raise ImportError(f"import of '{name}' is not allowed; allowed modules: {', '.join(ALLOWED_MODULES)}")
-        return proxies[name]
-
-    def safe_print(*args, sep=" ", end="\n", file=None, flush=False):
-        builtins.print(*args, sep=sep, end=end, file=stdout)  # `file` is ignored: stdout is the only sink
-
-    def safe_type(obj):
-        """type(x) only: the 3-argument form would build classes with dunder methods from a dict."""
-        return builtins.type(obj)
-
-    table = {name: getattr(builtins, name) for name in SPEC_BUILTINS + EXTRA_BUILTINS}
-    table["print"] = safe_print
-    table["type"] = safe_type
-    table["__import__"] = safe_import
-    return table
-
-
-class CappedStdout:
-    """In-memory stdout that keeps the first `limit` characters and counts the rest."""
-
-    def __init__(self, limit: int):
-        self.limit, self.parts, self.size, self.dropped = limit, [], 0, 0
-
-    def write(self, text: str) -> int:
-        room = self.limit - self.size
-        if room > 0:
-            self.parts.append(text[:room])
-            self.size += min(len(text), room)
-        self.dropped += max(len(text) - max(room, 0), 0)
-        return len(text)
-
-    def flush(self) -> None:
-        pass
-
-    def getvalue(self) -> str:
-        text = "".join(self.parts)
-        if self.dropped:
-            text += f"\n[output truncated: {self.dropped} more characters]"
-        return text
-
-
-def run_restricted(code: str, proxies: dict[str, ModuleProxy], max_output_chars: int) -> dict:
-    """Check, compile and run `code`; returns the SandboxResult fields (without timing)."""
-    stdout = CappedStdout(max_output_chars)
-    try:
-        tree = ast.parse(code, "<python_execute>", "exec")
-        check_code(tree)
-        compiled = compile(tree, "<python_execute>", "exec")
-    except ForbiddenCode as exc:
-        return {"ok": False, "error": f"Forbidden: {exc}", "kind": "forbidden"}
-    except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
-        return {"ok": False, "error": f"{type(exc).__name__}: {exc}", "kind": "exception"}
-    namespace = {"__builtins__": make_builtins(proxies, stdout), "__name__": "__main__"}
-    try:
-        exec(compiled, namespace)
-    except MemoryError:
-        return {"ok": False, "error": "MemoryError: memory limit exceeded", "kind": "memory",
-                "output": stdout.getvalue()}
-    except BaseException as exc:  # SystemExit and KeyboardInterrupt included: the child reports and exits
-        return {"ok": False, "error": f"{type(exc).__name__}: {exc}", "kind": "exception",
-                "output": stdout.getvalue()}
-    return {"ok": True, "output": stdout.getvalue(), "kind": "ok"}
-
-
-# =========================================================================================================
-# Zygote side (this file run as a script): read requests on stdin, fork a child each, reply on stdout
-# =========================================================================================================
-
-def _child(code: str, write_fd: int, proxies, limits: SandboxLimits) -> None:
-    """In the forked child: lock down, run, write one JSON result, exit. Never returns."""
-    import resource
-    try:
-        os.closerange(0, write_fd)  # stdin/stdout are the zygote's protocol pipes; other fds are siblings'
-        os.closerange(write_fd + 1, 1 << 16)
-        devnull = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
-            if fd != devnull and fd != write_fd:
-                os.dup2(devnull, fd)
-        os.environ.clear()
-        memory = limits.memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
-        resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        result = run_restricted(code, proxies, limits.max_output_chars)
-        payload = json.dumps(result, ensure_ascii=True).encode()
-    except MemoryError:
-        payload = b'{"ok": false, "error": "MemoryError: memory limit exceeded", "kind": "memory"}'
-    except BaseException as exc:  # never let the child fall back into the zygote loop
-        try:
-            payload = json.dumps({"ok": False, "error": f"sandbox setup failed: {exc}", "kind": "internal"}).encode()
-        except BaseException:
-            payload = b'{"ok": false, "error": "sandbox setup failed", "kind": "internal"}'
-    try:
-        view = memoryview(payload)
-        while view:
-            view = view[os.write(write_fd, view):]
-    finally:
-        os._exit(0)
-
-
-@dataclass
-class _Running:
-    request_id: int
-    pid: int
-    read_fd: int
-    started: float
-    chunks: list[bytes] = field(default_factory=list)
-    killed_for_time: bool = False
-
-
-def _describe_death(status: int, run: _Running, limits: SandboxLimits) -> SandboxResult:
-    if run.killed_for_time:
-        return SandboxResult(False, error=f"TimeoutError: execution exceeded {limits.wall_seconds} s wall-clock "
-                                          "limit", kind="timeout")
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        if sig == signal.SIGXCPU:
-            return SandboxResult(False, error=f"TimeoutError: execution exceeded {limits.cpu_seconds} s CPU "
-                                              "limit", kind="cpu_limit")
-        if sig == signal.SIGKILL:
-            return SandboxResult(False, error="sandbox process was killed (CPU or memory limit)", kind="crash")
-        return SandboxResult(False, error=f"sandbox process crashed ({signal.Signals(sig).name})", kind="crash")
-    return SandboxResult(False, error=f"sandbox process exited with code {os.waitstatus_to_exitcode(status)} "
-                                      "without a result", kind="crash")
-
-
-def _zygote_main(limits: SandboxLimits) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C in the host terminal is the host's business
-    proxies = make_proxies()
-    out = os.fdopen(1, "wb", buffering=0)
-    selector = selectors.DefaultSelector()
-    selector.register(0, selectors.EVENT_READ, None)
-    queue: list[tuple[int, str]] = []
-    running: dict[int, _Running] = {}  # by read fd
-    inbox = b""
-    stdin_open = True
-
-    def reply(request_id: int, result: SandboxResult) -> None:
-        try:
-            out.write(json.dumps({"id": request_id, "result": asdict(result)}).encode() + b"\n")
-        except BrokenPipeError:  # the host is gone; finish reaping children, then exit
-            pass
-
-    def start(request_id: int, code: str) -> None:
-        try:
-            read_fd, write_fd = os.pipe()
-        except OSError as exc:
-            reply(request_id, SandboxResult(False, error=f"sandbox could not start: {exc}", kind="internal"))
-            return
-        try:
-            pid = os.fork()
-        except OSError as exc:  # EAGAIN/ENOMEM: fail this request, keep serving
-            os.close(read_fd)
-            os.close(write_fd)
-            reply(request_id, SandboxResult(False, error=f"sandbox could not start: {exc}", kind="internal"))
-            return
-        if pid == 0:
-            os.close(read_fd)
-            _child(code, write_fd, proxies, limits)
-        os.close(write_fd)
-        os.set_blocking(read_fd, False)
-        running[read_fd] = _Running(request_id, pid, read_fd, time.monotonic())
-        selector.register(read_fd, selectors.EVENT_READ, read_fd)
-
-    def finish(run: _Running) -> None:
-        selector.unregister(run.read_fd)
-        os.close(run.read_fd)
-        del running[run.read_fd]
-        _, status = os.waitpid(run.pid, 0)
-        elapsed = time.monotonic() - run.started
-        try:
-            result = SandboxResult(**json.loads(b"".join(run.chunks)))
-        except Exception:
-            result = _describe_death(status, run, limits)
-        result.elapsed_s = round(elapsed, 4)
-        reply(run.request_id, result)
-
-    while stdin_open or queue or running:
-        while queue and len(running) < limits.max_parallel:
-            start(*queue.pop(0))
-        now = time.monotonic()
-        deadlines = [r.started + limits.wall_seconds for r in running.values() if not r.killed_for_time]
-        timeout = max(0.0, min(deadlines) - now) if deadlines else None
-        for key, _ in selector.select(timeout):
-            if key.data is None:  # a request arrived
-                data = os.read(0, 1 << 16)
-                if not data:
-                    stdin_open = False
-                    selector.unregister(0)
-                    for run in running.values():  # the host is gone: nobody wants these results
-                        os.kill(run.pid, signal.SIGKILL)
-                    queue.clear()
-                    continue
-                inbox += data
-                *lines, inbox = inbox.split(b"\n")
-                for line in lines:
-                    request = json.loads(line)
-                    queue.append((request["id"], request["code"]))
-            else:
-                run = running[key.data]
-                chunk = os.read(run.read_fd, 1 << 16)
-                if chunk:
-                    run.chunks.append(chunk)
-                else:
-                    finish(run)
-        now = time.monotonic()
-        for run in list(running.values()):
-            if not run.killed_for_time and now - run.started >= limits.wall_seconds:
-                run.killed_for_time = True
-                run.chunks.clear()
-                os.kill(run.pid, signal.SIGKILL)  # its pipe then reports EOF and finish() reaps it
-
-
-if __name__ == "__main__":
-    _zygote_main(SandboxLimits(**json.loads(sys.argv[1])))

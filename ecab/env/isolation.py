@@ -1,0 +1,200 @@
+"""How one python_execute sandbox is walled off from the host: the bubblewrap command line and its seccomp filter.
+
+The wall is the kernel's, set up by bubblewrap (Debian package `bubblewrap`), not Python's (the choice and its
+measurements: docs/decisions.md#sandbox):
+- a mount namespace holding only the interpreter, its standard library (site-packages hidden), the shared
+  libraries the allowed modules load, the worker script, a minimal /dev and a private size-capped /tmp; the
+  root is read-only and neither /proc nor /sys is mounted;
+- its own network namespace (no interface but its own loopback), PID namespace (it sees only itself, and
+  every process in it dies with the sandbox), IPC and UTS namespaces;
+- no privileges: run by root, the worker drops to an unprivileged uid (all capabilities cleared, bwrap's
+  no_new_privs keeps them out); run by a normal user, bwrap maps that user into a user namespace with every
+  capability dropped and further user namespaces disabled;
+- a seccomp filter (libseccomp through pyseccomp) refusing what no calculation needs: ptrace and other
+  processes' memory, mounts, namespaces, keyrings, BPF, perf, kernel modules, io_uring, non-local sockets.
+"""
+from __future__ import annotations
+
+import ast
+import errno
+import functools
+import os
+import shutil
+import struct
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from ecab.env import sandbox_worker
+
+WORKER_PATH_INSIDE = "/ecab/sandbox_worker.py"
+
+# What the probe imports to learn which shared libraries the sandbox needs: the allowed modules and what the
+# worker itself uses.
+_PROBE = f"""
+import os, sys, sysconfig, ast, resource, _string
+for name in {sandbox_worker.ALLOWED_MODULES!r}:
+    __import__(name)
+libs = sorted({{line.split()[-1] for line in open('/proc/self/maps') if '.so' in line.split()[-1]}})
+paths = sysconfig.get_paths()
+print(repr(dict(executable=os.path.realpath(sys.executable), stdlib=paths['stdlib'],
+                platstdlib=paths['platstdlib'], site=[paths['purelib'], paths['platlib']], libs=libs)))
+"""
+
+
+class IsolationUnavailable(RuntimeError):
+    """The sandbox cannot be built on this machine; the message says why (python_execute then fails closed)."""
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """The host files a sandbox needs, at the paths the interpreter expects them."""
+    executable: str
+    stdlib_dirs: tuple[str, ...]
+    hidden_dirs: tuple[str, ...]     # site-packages inside the stdlib tree: mounted over with an empty dir
+    libraries: tuple[tuple[str, str], ...]  # (host real path, path inside)
+
+
+@functools.lru_cache(maxsize=1)
+def probe_runtime() -> Runtime:
+    """Run the interpreter once (unsandboxed, trusted code) to list what it loads; cached per process."""
+    executable = os.path.realpath(sys.executable)
+    try:
+        out = subprocess.run([executable, "-I", "-S", "-c", _PROBE], capture_output=True, text=True, timeout=60,
+                             check=True).stdout
+        found = ast.literal_eval(out.strip())
+    except (OSError, subprocess.SubprocessError, ValueError, SyntaxError) as exc:
+        raise IsolationUnavailable(f"could not list the interpreter's files: {exc}") from None
+    stdlib_dirs = tuple(dict.fromkeys(os.path.realpath(p) for p in (found["stdlib"], found["platstdlib"])))
+    hidden = tuple(sorted({os.path.realpath(p) for p in found["site"]
+                           if any(os.path.realpath(p).startswith(d + os.sep) for d in stdlib_dirs)
+                           and os.path.isdir(p)}))
+    libraries = {(os.path.realpath(lib), lib) for lib in found["libs"]
+                 if not any(lib.startswith(d + os.sep) for d in stdlib_dirs)}
+    interpreter = elf_interpreter(found["executable"])
+    if interpreter:
+        libraries.add((os.path.realpath(interpreter), interpreter))
+    return Runtime(found["executable"], stdlib_dirs, hidden, tuple(sorted(libraries)))
+
+
+def elf_interpreter(path: str) -> str | None:
+    """The dynamic loader an ELF64 little-endian executable names (PT_INTERP), or None (static or other)."""
+    try:
+        with open(path, "rb") as f:
+            header = f.read(64)
+            if header[:4] != b"\x7fELF" or header[4] != 2 or header[5] != 1:
+                return None
+            phoff, = struct.unpack_from("<Q", header, 0x20)
+            phentsize, phnum = struct.unpack_from("<HH", header, 0x36)
+            for index in range(phnum):
+                f.seek(phoff + index * phentsize)
+                p_type, _, p_offset, _, _, p_filesz = struct.unpack("<IIQQQQ", f.read(40))
+                if p_type == 3:  # PT_INTERP
+                    f.seek(p_offset)
+                    return f.read(p_filesz).rstrip(b"\0").decode()
+    except (OSError, struct.error, UnicodeDecodeError):
+        return None
+    return None
+
+
+# --- seccomp ------------------------------------------------------------------------------------------------
+
+DENIED_SYSCALLS = (
+    "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd", "pidfd_open",
+    "mount", "umount2", "pivot_root", "chroot", "move_mount", "open_tree", "fsopen", "fsmount", "fsconfig",
+    "fspick", "mount_setattr", "unshare", "setns", "keyctl", "add_key", "request_key", "bpf", "perf_event_open",
+    "userfaultfd", "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "reboot",
+    "swapon", "swapoff", "syslog", "acct", "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "open_by_handle_at", "name_to_handle_at", "quotactl", "lookup_dcookie", "vhangup", "personality",
+)
+NAMESPACE_CLONE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000,
+                         0x00000080)  # NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET, NEWTIME
+AF_UNIX = 1
+TIOCSTI = 0x5412
+
+
+@functools.lru_cache(maxsize=1)
+def seccomp_program() -> tuple[bytes | None, str]:
+    """The compiled BPF filter and a one-line status; (None, why) where libseccomp is missing."""
+    try:
+        import pyseccomp as seccomp
+        rules = seccomp.SyscallFilter(seccomp.ALLOW)
+    except (ImportError, OSError, RuntimeError) as exc:
+        return None, f"seccomp unavailable ({exc}); namespaces and the uid drop still apply"
+    deny = seccomp.ERRNO(errno.EPERM)
+    for name in DENIED_SYSCALLS:
+        try:
+            rules.add_rule(deny, name)
+        except (OSError, ValueError, RuntimeError):
+            continue  # a syscall this architecture or libseccomp does not know
+    # clone3 passes its flags in memory the filter cannot read: ENOSYS makes libc fall back to clone.
+    rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
+    for flag in NAMESPACE_CLONE_FLAGS:
+        rules.add_rule(deny, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
+    rules.add_rule(seccomp.ERRNO(errno.EAFNOSUPPORT), "socket", seccomp.Arg(0, seccomp.NE, AF_UNIX))
+    rules.add_rule(deny, "ioctl", seccomp.Arg(1, seccomp.MASKED_EQ, 0xFFFFFFFF, TIOCSTI))
+    read_fd, write_fd = os.pipe()
+    try:
+        with os.fdopen(write_fd, "wb") as sink:
+            rules.export_bpf(sink)
+        with os.fdopen(read_fd, "rb") as source:
+            return source.read(), "seccomp filter on"
+    except OSError as exc:
+        return None, f"seccomp unavailable ({exc}); namespaces and the uid drop still apply"
+
+
+def seccomp_fd(program: bytes) -> int:
+    """A fresh readable fd holding the filter (bwrap reads it once per sandbox)."""
+    fd = os.memfd_create("ecab-seccomp", 0)
+    os.write(fd, program)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+# --- the command line ---------------------------------------------------------------------------------------
+
+def ancestors(path: str) -> list[str]:
+    """'/a/b/c' -> ['/a', '/a/b']."""
+    parts = path.strip("/").split("/")[:-1]
+    return ["/" + "/".join(parts[:i + 1]) for i in range(len(parts))]
+
+
+def bwrap_path() -> str:
+    path = shutil.which("bwrap")
+    if path is None:
+        raise IsolationUnavailable("bubblewrap (bwrap) is not installed; on Debian: apt-get install bubblewrap")
+    return path
+
+
+def runs_as_root() -> bool:
+    return os.geteuid() == 0
+
+
+def bwrap_command(runtime: Runtime, *, worker_settings: dict, tmp_bytes: int, info_fd: int,
+                  seccomp: int | None) -> list[str]:
+    """The argv that starts one sandboxed worker."""
+    argv = [bwrap_path()]
+    if runs_as_root():
+        # No user namespace: the worker starts as real root inside its namespaces (to set up), then drops
+        # to the unprivileged uid in worker_settings, which a user namespace mapping could not give.
+        argv += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
+    else:
+        argv += ["--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
+    argv += ["--die-with-parent", "--new-session", "--clearenv", "--hostname", "sandbox", "--info-fd", str(info_fd)]
+    binds = [(runtime.executable, runtime.executable), *((d, d) for d in runtime.stdlib_dirs),
+             *runtime.libraries, (os.path.abspath(sandbox_worker.__file__), WORKER_PATH_INSIDE)]
+    # bwrap would create the parents of a mount point 0700, which the dropped uid cannot enter.
+    for directory in sorted({parent for _, inside in binds for parent in ancestors(inside)}):
+        argv += ["--perms", "0755", "--dir", directory]
+    for host_path, inside in binds:
+        argv += ["--ro-bind", host_path, inside]
+    for directory in runtime.hidden_dirs:
+        argv += ["--tmpfs", directory, "--remount-ro", directory]
+    argv += [
+             "--dev", "/dev", "--size", str(tmp_bytes), "--perms", "1777", "--tmpfs", "/tmp",
+             "--remount-ro", "/", "--chdir", "/tmp"]  # the root read-only last: the mounts above create dirs
+    if seccomp is not None:
+        argv += ["--seccomp", str(seccomp)]
+    argv += [runtime.executable, "-I", "-S", "-B", "-X", "utf8", WORKER_PATH_INSIDE,
+             ",".join(f"{key}={'none' if value is None else value}" for key, value in worker_settings.items())]
+    return argv
