@@ -295,6 +295,15 @@ def headline(summary: dict, folder, infra: list | None = None) -> str:
     return "\n".join(lines)
 
 
+def warn_if_no_sandbox() -> None:
+    """Say once, at the start, when python_execute cannot be isolated here (its calls then fail closed)."""
+    from ecab.env.sandbox import sandbox_status
+
+    status = sandbox_status()
+    if not status.available:
+        print(f"warning: {status.line()}")
+
+
 def main_job(cfg: DictConfig) -> dict:
     """The whole run; returns the summary, with `infra_error_units` (units left in infra_error) added."""
     validate(cfg)
@@ -307,6 +316,7 @@ def main_job(cfg: DictConfig) -> dict:
     try:
         print(f"ecab: {len(tasks)} tasks x {cfg.trials} trial(s), model={cfg.model.name}, budget={cfg.budget}, "
               f"catalog={catalog.fingerprint[:12]} ({catalog.count()} products) -> {folder.path}")
+        warn_if_no_sandbox()
         run_episodes(cfg, tasks, catalog, folder)
         summary = judge_and_reduce(cfg, tasks, catalog, folder)
         infra = infra_errors(folder, tasks)

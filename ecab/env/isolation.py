@@ -69,12 +69,31 @@ def probe_runtime() -> Runtime:
     hidden = tuple(sorted({os.path.realpath(p) for p in found["site"]
                            if any(os.path.realpath(p).startswith(d + os.sep) for d in stdlib_dirs)
                            and os.path.isdir(p)}))
-    libraries = {(os.path.realpath(lib), lib) for lib in found["libs"]
-                 if not any(lib.startswith(d + os.sep) for d in stdlib_dirs)}
+    loaded = [lib for lib in found["libs"] if not any(lib.startswith(d + os.sep) for d in stdlib_dirs)]
+    libraries = {(os.path.realpath(lib), lib) for lib in loaded} | set(soname_links(loaded))
     interpreter = elf_interpreter(found["executable"])
     if interpreter:
         libraries.add((os.path.realpath(interpreter), interpreter))
     return Runtime(found["executable"], stdlib_dirs, hidden, tuple(sorted(libraries)))
+
+
+def soname_links(libraries: list[str]) -> list[tuple[str, str]]:
+    """(real path, link) for the symlinks beside each loaded library that point to it: /proc/self/maps names
+    the file (libz.so.1.2.13), but the loader asks for the soname link (libz.so.1)."""
+    links = []
+    real = {os.path.realpath(lib) for lib in libraries}
+    for directory in sorted({os.path.dirname(lib) for lib in libraries}):
+        stems = {os.path.basename(lib).split(".so")[0] for lib in libraries if os.path.dirname(lib) == directory}
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_symlink() and entry.name.split(".so")[0] in stems:
+                target = os.path.realpath(entry.path)
+                if target in real:
+                    links.append((target, entry.path))
+    return links
 
 
 def elf_interpreter(path: str) -> str | None:
