@@ -27,7 +27,9 @@ from dataclasses import dataclass
 
 from ecab.env import sandbox_worker
 
-WORKER_PATH_INSIDE = "/ecab/sandbox_worker.py"
+WORKER_DIR_INSIDE = "/ecab"
+# Imported as a module (not run as a script) so that its compiled .pyc, bound beside it, is used.
+WORKER_ENTRY = f"import sys; sys.path[:0] = [{WORKER_DIR_INSIDE!r}]; import sandbox_worker; sandbox_worker.start()"
 
 # What the probe imports to learn which shared libraries the sandbox needs: the allowed modules and what the
 # worker itself uses.
@@ -172,6 +174,18 @@ def seccomp_fd(program: bytes) -> int:
 
 # --- the command line ---------------------------------------------------------------------------------------
 
+def worker_files() -> list[tuple[str, str]]:
+    """The worker's source and, when the host has compiled it, its .pyc (saves compiling it in every sandbox)."""
+    import importlib.util
+
+    source = os.path.abspath(sandbox_worker.__file__)
+    files = [(source, f"{WORKER_DIR_INSIDE}/sandbox_worker.py")]
+    compiled = importlib.util.cache_from_source(source)
+    if os.path.exists(compiled):
+        files.append((compiled, f"{WORKER_DIR_INSIDE}/__pycache__/{os.path.basename(compiled)}"))
+    return files
+
+
 def ancestors(path: str) -> list[str]:
     """'/a/b/c' -> ['/a', '/a/b']."""
     parts = path.strip("/").split("/")[:-1]
@@ -201,7 +215,7 @@ def bwrap_command(runtime: Runtime, *, worker_settings: dict, tmp_bytes: int, in
         argv += ["--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
     argv += ["--die-with-parent", "--new-session", "--clearenv", "--hostname", "sandbox", "--info-fd", str(info_fd)]
     binds = [(runtime.executable, runtime.executable), *((d, d) for d in runtime.stdlib_dirs),
-             *runtime.libraries, (os.path.abspath(sandbox_worker.__file__), WORKER_PATH_INSIDE)]
+             *runtime.libraries, *worker_files()]
     # bwrap would create the parents of a mount point 0700, which the dropped uid cannot enter.
     for directory in sorted({parent for _, inside in binds for parent in ancestors(inside)}):
         argv += ["--perms", "0755", "--dir", directory]
@@ -210,10 +224,11 @@ def bwrap_command(runtime: Runtime, *, worker_settings: dict, tmp_bytes: int, in
     for directory in runtime.hidden_dirs:
         argv += ["--tmpfs", directory, "--remount-ro", directory]
     argv += [
-             "--dev", "/dev", "--size", str(tmp_bytes), "--perms", "1777", "--tmpfs", "/tmp",
+             "--dev", "/dev",
+             "--size", str(tmp_bytes), "--perms", "1777", "--tmpfs", "/tmp",
              "--remount-ro", "/", "--chdir", "/tmp"]  # the root read-only last: the mounts above create dirs
     if seccomp is not None:
         argv += ["--seccomp", str(seccomp)]
-    argv += [runtime.executable, "-I", "-S", "-B", "-X", "utf8", WORKER_PATH_INSIDE,
+    argv += [runtime.executable, "-I", "-S", "-B", "-X", "utf8", "-c", WORKER_ENTRY,
              ",".join(f"{key}={'none' if value is None else value}" for key, value in worker_settings.items())]
     return argv

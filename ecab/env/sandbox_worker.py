@@ -1,7 +1,7 @@
 """The process inside one python_execute sandbox: drop privileges, wait for one request, run it, reply, exit.
 
-This file is bind-mounted read-only into each sandbox (docs/decisions.md#sandbox) and run as
-`python -I -S -B -X utf8 worker.py <settings>`; it imports only the standard library. The operating system is
+This file (and its .pyc) is bind-mounted read-only into each sandbox (docs/decisions.md#sandbox), imported and
+started by `start()`; it imports only the standard library. The operating system is
 the wall (namespaces, no host filesystem, unprivileged uid, seccomp: ecab/env/isolation.py); the Python guard
 here is a first layer that gives agents clear errors for what they must not do (imports, dunders, files).
 
@@ -314,7 +314,8 @@ def main(settings: dict) -> None:
     write_all(reply_fd, payload + b"\n")
 
 
-if __name__ == "__main__":
+def start() -> None:
+    """The sandbox's entry point (ecab/env/isolation.py: WORKER_ENTRY); settings in argv[1]."""
     try:
         main(parse_settings(sys.argv[1]))
     except BaseException as exc:  # set-up failed: say why on stderr (bwrap's, which the host reads)
