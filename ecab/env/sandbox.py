@@ -14,7 +14,7 @@ Fail closed: where the kernel or the machine refuses what the sandbox needs (no 
 runs unsandboxed.
 
 Result shapes are the original's: success `{"output": <stdout>, "error": None}`; any failure
-`{"error": "Tool call failed: <ExcType>: <message>"}` (docs/original-harness.md, python_execute).
+`{"error": "Tool call failed: <ExcType>: <message>"}` (docs/original-harness.md §2.2 tool 9).
 `SandboxResult` keeps the structured form (`kind`, `elapsed_s`) for analysis.
 
 Public API: `run_code(code)`, `await run_code_async(code)`, `execute(code) -> SandboxResult`,

@@ -18,7 +18,7 @@ import sys
 
 ALLOWED_MODULES = ("math", "statistics", "decimal", "fractions", "json", "re")
 
-# The original's builtins (docs/original-harness.md, python_execute) ...
+# The original's builtins (docs/original-harness.md §2.2 tool 9) ...
 SPEC_BUILTINS = ("print", "range", "len", "int", "float", "str", "list", "dict", "tuple", "set", "sum", "min",
                  "max", "abs", "round", "sorted", "enumerate", "zip", "map", "filter", "isinstance", "type",
                  "bool")
