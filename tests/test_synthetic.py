@@ -9,7 +9,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -124,12 +123,11 @@ def test_version_is_exposed():
     assert SYNTHETIC_VERSION == "1"
 
 
-def test_throughput_is_reasonable():
-    start = time.perf_counter()
+def test_reviews_come_with_every_batch():
+    # Generation speed is a benchmark's business (python -m ecab.bench.search builds catalogs and times them),
+    # not a test's: a timed assertion fails on a loaded machine.
     products, reviews = _collect(3000, seed=5)
-    rate = len(products) / (time.perf_counter() - start)
     assert len(reviews) > 10 * len(products) * 0.5
-    assert rate > 1000, f"only {rate:.0f} products/s"
 
 
 # ---------------------------------------------------------------------------------------------------------
