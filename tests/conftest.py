@@ -152,3 +152,47 @@ def small_catalog_sharded(tmp_path_factory, catalog_batches, embedder):
 
 def all_products(catalog) -> list[Product]:
     return list(itertools.chain.from_iterable(catalog.iter_products(256)))
+
+
+# A tiny catalog for the validity audit (tests/test_validity.py): one target and products that differ from
+# it in known ways, so each rubric of the hand-made tasks there is, or is not, load-bearing by construction.
+AUDIT_CATEGORY = "Audit Category"
+AUDIT_OPINION = "the bristles stay soft after many washes"
+
+
+def _audit_product(pid: str, title: str = "Glowbrush Silicone Face Mask Brush 2 Pack for Cream Masks", *,
+                   rating: float = 4.6, count: int = 120, price: float | None = 9.99, **details) -> Product:
+    base = {"Brand": "Glowbrush", "Material": "Silicone", "Color": "Pink", "Item Form": "Cream"}
+    return Product.from_dict({
+        "product_id": pid, "title": title, "main_category": AUDIT_CATEGORY, "store": "Glowbrush",
+        "average_rating": rating, "rating_number": count, "price": price,
+        "features": ["Soft flexible head for even application"], "description": [],
+        "details": {**base, **details}})
+
+
+AUDIT_PRODUCTS = [
+    _audit_product("AUD-TARGET"),
+    _audit_product("AUD-BLUE", Color="Blue"),                        # differs only in Color
+    _audit_product("AUD-LOWRATED", rating=3.9),                      # differs only in average_rating
+    _audit_product("AUD-NOREVIEW"),                                  # its reviews lack the opinion
+    _audit_product("AUD-NYLON-BLUE", Material="Nylon", Color="Blue"),  # differs in Material AND Color
+    _audit_product("AUD-SPONGE", "Glowbrush Makeup Sponge Blender Set", Material="Foam"),
+]
+AUDIT_REVIEWS = [
+    _review(800001, "AUD-TARGET", 5, "Lovely", f"After a month of use {AUDIT_OPINION}. Great for clay masks."),
+    _review(800002, "AUD-TARGET", 4, "Good", "Arrived quickly and works as described."),
+    _review(800003, "AUD-BLUE", 5, "Lovely", f"Honestly {AUDIT_OPINION}, would buy again."),
+    _review(800004, "AUD-LOWRATED", 5, "Nice", f"I can say {AUDIT_OPINION}."),
+    _review(800005, "AUD-NOREVIEW", 2, "Meh", "The box was crushed when it arrived and shipping took two weeks."),
+    _review(800006, "AUD-NYLON-BLUE", 5, "Soft", f"Yes, {AUDIT_OPINION}."),
+    _review(800007, "AUD-SPONGE", 4, "Fine", "Blends foundation evenly."),
+]
+
+
+@pytest.fixture(scope="session")
+def audit_catalog(tmp_path_factory, embedder):
+    """AUDIT_PRODUCTS (and their reviews) plus 60 synthetic products of other categories, one shard."""
+    from ecab.catalog.synthetic import iter_synthetic
+
+    batches = list(iter_synthetic(60, 3, 60)) + [CatalogBatch(list(AUDIT_PRODUCTS), list(AUDIT_REVIEWS))]
+    return _build(tmp_path_factory, "audit", batches, embedder, shards=1)

@@ -6,6 +6,14 @@
 Writes benchmark.jsonl, rejected.jsonl, rejections.md and construct.json to `construct.out` (default: the
 cached default-benchmark folder under `cache_dir/benchmarks/<fingerprint>`), prints the rejection table
 and the throughput.
+
+    python -m ecab.construct audit [--baselines] [--no-reviews] [overrides]
+
+prints the validity audit (ecab/construct/validity.py) of the configured task set (any `benchmark=` and
+`catalog=`): by intent and overall, the products matching the query / query+persona / all rubrics, the
+load-bearing share per source and per rubric type, the share of tasks the query alone singles out;
+`--baselines` adds the accuracy of model=random and model=heuristic on the same tasks, run by the normal run
+machinery (ecab.run) into a temporary run folder.
 """
 from __future__ import annotations
 
@@ -23,10 +31,63 @@ def open_catalog(cfg, progress: bool = True):
     return ensure_catalog(cfg.catalog, Path(str(cfg.cache_dir)), progress=progress)
 
 
+AUDIT_FLAGS = ("--baselines", "--no-reviews")
+BASELINE_MODELS = ("random", "heuristic")
+
+
+def run_baselines(overrides: list[str], models=BASELINE_MODELS) -> dict[str, dict]:
+    """{model: {"overall": accuracy, "by_intent": {intent: accuracy}}} of each model on the configured tasks,
+    each run by `ecab.run.main_job` (the normal runner, judge and reduce) into a temporary run folder."""
+    import tempfile
+
+    from ecab.run import main_job
+
+    out = {}
+    with tempfile.TemporaryDirectory(prefix="ecab-audit-") as tmp:
+        for model in models:
+            cfg = load_config([*overrides, f"model={model}", f"run.dir={tmp}", f"run.name=audit-{model}",
+                               "run.progress=false", "run.resume=false"])
+            summary = main_job(cfg)
+            out[model] = {"overall": summary.get("overall_accuracy"),
+                          "by_intent": {k: g.get("accuracy") for k, g in (summary.get("by_intent") or {}).items()}}
+    return out
+
+
+def audit_main(args: list[str]) -> int:
+    """`python -m ecab.construct audit [--baselines] [--no-reviews] [overrides]`."""
+    from ecab.construct.validity import audit_tasks
+
+    unknown = [a for a in args if a.startswith("--") and a not in AUDIT_FLAGS]
+    if unknown:
+        die(f"audit: unknown option {unknown[0]}; options: {', '.join(AUDIT_FLAGS)}")
+    overrides = [a for a in args if not a.startswith("--")]
+    try:
+        cfg = load_config(overrides)
+    except ConfigError as exc:
+        die(str(exc))
+    from ecab.run import load_tasks
+
+    progress = bool(cfg.get("run", {}).get("progress", True))
+    tasks = load_tasks(cfg) if cfg.benchmark.source == "file" else None
+    catalog = open_catalog(cfg, progress)
+    tasks = tasks if tasks is not None else load_tasks(cfg, catalog)
+    report = audit_tasks(tasks, catalog, include_reviews="--no-reviews" not in args, progress=progress)
+    baselines = run_baselines(overrides) if "--baselines" in args else None
+    print(f"\n# Validity audit: {len(tasks)} tasks, catalog {catalog.fingerprint[:12]} ({catalog.count()} products)\n")
+    print(report.markdown(baselines))
+    print(report.headline())
+    t = report.timing()
+    print(f"audited in {t['seconds']:.1f} s ({t['checks']} rubric checks, {t['review_checks']} on reviews)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "audit":
+        return audit_main(args[1:])
     from ecab.construct.pipeline import REPORT_FILE, Settings, construct, ensure_benchmark, rejection_table, throughput_line
 
-    overrides = list(sys.argv[1:] if argv is None else argv)
+    overrides = args
     try:
         cfg = load_config(overrides)
     except ConfigError as exc:
