@@ -126,9 +126,9 @@ def leaky_candidate(small_catalog):
     scan = scan_catalog(small_catalog, settings)
     for intent in INTENTS:
         for index, pid in enumerate(scan.candidates[intent][:20]):
-            draft = staged_draft(small_catalog, intent, index, pid, scan.value_pools)
+            draft = staged_draft(small_catalog, intent, index, pid, scan.knowledge)
             if draft is not None and hidden_values(draft):
-                return intent, index, pid, scan.value_pools
+                return intent, index, pid, scan.knowledge
     pytest.fail("no candidate with a hidden value in the small catalog")
 
 

@@ -2,13 +2,20 @@
 
 `CatalogReader` is what a LanceDB-backed catalog (store.py) offers, sharded or not, local or behind a Ray
 actor. Sources (synthetic.py, amazon.py) produce `CatalogBatch`es that a store is built from.
+
+What construction may know about a catalog beyond one product's own record (value pools, title phrases)
+comes from `catalog_knowledge(reader)` only: computed from the catalog's rows, the same for every source
+(ecab/catalog/knowledge.py). Construction never asks a source how it made a product.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Iterator, Protocol, runtime_checkable
 
 from ecab.schema import Product, Review
+
+if TYPE_CHECKING:
+    from ecab.catalog.knowledge import CatalogKnowledge
 
 
 @dataclass
@@ -60,3 +67,15 @@ class CatalogReader(Protocol):
         """Exact, case-sensitive store match, stable order, true total."""
 
     def iter_products(self, batch_size: int = 1024) -> Iterator[list[Product]]: ...
+
+
+def catalog_knowledge(catalog) -> "CatalogKnowledge":
+    """What construction may know about `catalog` (ecab/catalog/knowledge.py): the reader's own
+    `knowledge()` when it offers one (computed once from its rows), else computed here from
+    `iter_products`. Either way only the catalog's rows go in, whatever source built it."""
+    own = getattr(catalog, "knowledge", None)
+    if callable(own):
+        return own()
+    from ecab.catalog.knowledge import CatalogKnowledge
+
+    return CatalogKnowledge.from_products(lambda: (p for batch in catalog.iter_products() for p in batch))

@@ -899,6 +899,7 @@ class LanceCatalog:
         self.mode = mode
         self._embedder = embedder
         self._pages = SearchPageCache()
+        self._knowledge = None
 
     @classmethod
     def open(cls, path: str | os.PathLike, *, mode: str = "hybrid", embedder=None) -> "LanceCatalog":
@@ -992,6 +993,16 @@ class LanceCatalog:
     def iter_products(self, batch_size: int = 1024) -> Iterator[list[Product]]:
         """Every product once, in build order whatever the shard count."""
         yield from batched_products(heapq.merge(*(s.iter_rows(batch_size) for s in self.shards)), batch_size)
+
+    def knowledge(self):
+        """What construction may know about this catalog, from its rows (ecab/catalog/knowledge.py);
+        computed on first use, then kept."""
+        if self._knowledge is None:
+            from ecab.catalog.knowledge import CatalogKnowledge
+
+            self._knowledge = CatalogKnowledge.from_products(
+                lambda: (p for batch in self.iter_products() for p in batch))
+        return self._knowledge
 
     def disk_bytes(self) -> int:
         return sum(p.stat().st_size for p in self.path.rglob("*") if p.is_file())

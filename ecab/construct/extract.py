@@ -17,6 +17,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ecab.catalog.knowledge import CatalogKnowledge
 from ecab.construct.draft import Feature
 from ecab.construct.intents import Intent, get_intent
 from ecab.fields import (
@@ -275,97 +276,53 @@ def extract_features(product: Product, intent: str | Intent, rng: random.Random,
 # Negative constraints: the excluded values
 # ---------------------------------------------------------------------------------------------------------
 
-ValuePools = Mapping[tuple[str, str], list[tuple[str, int]]]
+def build_value_pools(products) -> CatalogKnowledge:
+    """What construction may know about a set of products (value pools, title phrases), from their rows
+    alone: `CatalogKnowledge.from_products` (ecab/catalog/knowledge.py). A catalog's own is
+    `ecab.catalog.base.catalog_knowledge(catalog)`; this is for product lists (tests, tools)."""
+    return CatalogKnowledge.from_products(list(products))
 
 
-def option_values(value: Any, bare_field: str) -> list[str]:
-    """The clean single options a detail value offers (for building value pools)."""
-    text = as_text(value)
-    if text is None:
-        return []
-    text = collapse_whitespace(text)
-    parts = [p for p in _OPTION_SPLIT.split(text) if p] if bare_field in MULTI_OPTION_FIELDS else [text]
-    return [p for p in parts if len(p.split()) <= MAX_OPTION_WORDS and len(p) <= MAX_OPTION_CHARS
-            and is_clean_value(p, bare_field)]
+def as_knowledge(pools: CatalogKnowledge | Mapping[tuple[str, str], list[tuple[str, int]]] | None) -> CatalogKnowledge:
+    """A CatalogKnowledge from a knowledge object or a bare {(main_category, key): [(value, count)]} map."""
+    if isinstance(pools, CatalogKnowledge):
+        return pools
+    return CatalogKnowledge(value_pools=dict(pools or {}))
 
 
-def count_values(counts: dict[tuple[str, str], dict[str, int]], product: Product,
-                 present: frozenset[str] | None = None) -> None:
-    """Add one product's negative-able option values to `counts` ((main_category, key) -> value -> n).
-    `present`: the product's present detail fields when the caller has them (skips absent keys)."""
-    for key in _SORTED_NEGATIVE_FIELDS:
-        if present is not None and key not in present:
-            continue
-        for option in option_values(lookup_detail(product.details, key), key):
-            bucket = counts.setdefault((product.main_category, key), {})
-            bucket[option] = bucket.get(option, 0) + 1
-
-
-_SORTED_NEGATIVE_FIELDS = tuple(sorted(NEGATIVE_ATTRIBUTE_FIELDS))
-
-
-def finish_pools(counts: dict[tuple[str, str], dict[str, int]]) -> dict[tuple[str, str], list[tuple[str, int]]]:
-    return {k: sorted(v.items(), key=lambda kv: (-kv[1], kv[0].lower(), kv[0])) for k, v in counts.items()}
-
-
-def build_value_pools(products) -> dict[tuple[str, str], list[tuple[str, int]]]:
-    """(main_category, detail key) -> [(value, count)] most frequent first, over the negative-able fields.
-
-    The pools are the catalog's own vocabulary, so an excluded value is always a real alternative that
-    other products of the category carry (works for the synthetic catalog and Amazon data alike).
-    """
-    counts: dict[tuple[str, str], dict[str, int]] = {}
-    for product in products:
-        count_values(counts, product)
-    return finish_pools(counts)
-
-
-def type_pool(product: Product, key: str) -> list[str]:
-    """The value pool of the product's type for `key` when the synthetic generator knows the product."""
-    try:
-        from ecab.catalog.synthetic import product_type_of
-    except ImportError:
-        return []
-    ptype = product_type_of(product)
-    if ptype is None:
-        return []
-    values = ptype.brands if key == "Brand" else ptype.value_pools.get(key, ())
-    return [o for v in values for o in option_values(v, key)]
-
-
-def choose_excluded_values(feature: Feature, product: Product, pools: ValuePools, rng: random.Random,
+def choose_excluded_values(feature: Feature, product: Product, pools, rng: random.Random,
                            max_values: int = 2, top_k: int = 6) -> list[str]:
-    """1-2 concrete values of the feature's field that the target does NOT have, from its category's pool.
+    """1-2 concrete values of the feature's field that the target does NOT have, from the catalog's own
+    values (`pools`: the catalog's knowledge, ecab/catalog/knowledge.py).
 
-    An alternative is kept only if the judge's negative rule still passes on the target with it excluded,
-    so the target satisfies its own negative rubric by construction. Frequent values are preferred
-    because excluding them actually narrows the search. Empty when the pool has no safe alternative.
+    The values of the products sharing the target's entity phrase come first, most frequent first: the
+    alternatives of the same kind of thing ("Wallet" vs "Bumper" for a phone case, never a laptop's form
+    factor); else the values of its main category. The same rule for every catalog source. An alternative
+    is kept only if the judge's negative rule still passes on the target with it excluded, so the target
+    satisfies its own negative rubric by construction. Empty when no safe alternative exists.
     """
+    knowledge = as_knowledge(pools)
     key = feature.detail_key
-    pool = [value for value, _count in pools.get((product.main_category, key), [])]
-    in_catalog = set(pool)
-    typed = type_pool(product, key)
-    if typed:
-        # The product type's own vocabulary, most frequent in the catalog first: alternatives of the
-        # same kind of thing ("Wallet" vs "Bumper" for a phone case, never a laptop's form factor).
-        rank = {v: i for i, v in enumerate(pool)}
-        pool = sorted(typed, key=lambda v: (rank.get(v, len(rank)), v))
+    category = product.main_category or ""
+    entity = knowledge.entity_of(product)
+    pool = knowledge.values(category, key, entity.phrase) if entity is not None else []
+    pool = pool or knowledge.values(category, key)
     safe: list[str] = []
     for value in pool:
+        if not is_clean_value(value, key):
+            continue
         probe = Rubric(id="probe", type="negative_attribute", field=feature.field, expected_value=[value])
         if check_rubric(probe, product).satisfied is True and value.lower() not in (s.lower() for s in safe):
             safe.append(value)
         if len(safe) >= top_k:
             break
-    # Values other products really carry come first: excluding them narrows the search.
-    safe = [v for v in safe if v in in_catalog] or safe
     if not safe:
         return []
     n = min(len(safe), rng.randint(1, max_values))
     return sorted(rng.sample(safe, n), key=safe.index)
 
 
-def assign_exclusions(features: list[Feature], product: Product, pools: ValuePools, rng: random.Random) -> None:
+def assign_exclusions(features: list[Feature], product: Product, pools, rng: random.Random) -> None:
     """Fill expected_value (the excluded list) of every negative feature; a negative with no safe
     alternative is turned back into a plain attribute feature rather than excluding nothing."""
     for feature in features:

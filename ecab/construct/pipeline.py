@@ -3,8 +3,9 @@
 `construct(cfg, catalog)` builds `n_per_intent` tasks for each configured intent:
 
 1. One pass over the catalog collects, per intent, the candidate ids that pass the intent's sampling
-   filters (in the category-uniform order of sample.py) and the catalog's value pools (negative
-   constraints exclude real alternative values).
+   filters (in the category-uniform order of sample.py); the catalog's knowledge (value pools for
+   negative constraints, title phrases for the entity; ecab/catalog/knowledge.py) comes from its rows,
+   the same way for every source, and is sent to each worker once.
 2. Each candidate runs the stages up to `max_attempts` times: extract -> voucher / opinions ->
    partition -> rubrics -> verbalize -> validate. Attempt `a` of candidate `i` of intent `x` draws from
    `random.Random(sha256(seed|x|i|a))`, so a task never depends on which process built it or when.
@@ -44,15 +45,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ecab.catalog.base import CatalogReader, SearchPage
+from ecab.catalog.base import CatalogReader, SearchPage, catalog_knowledge
+from ecab.catalog.knowledge import CatalogKnowledge
 from ecab.construct.draft import SOURCES, Draft
-from ecab.construct.extract import (
-    ExtractionError,
-    assign_exclusions,
-    count_values,
-    extract_features,
-    finish_pools,
-)
+from ecab.construct.extract import ExtractionError, as_knowledge, assign_exclusions, extract_features
 from ecab.construct.intents import get_intent
 from ecab.construct.opinions import OpinionError, opinion_features, pick_opinions
 from ecab.construct.partition import PartitionError, partition_features
@@ -162,14 +158,9 @@ def task_id(intent: str, index: int) -> str:
 @dataclass
 class CatalogScan:
     candidates: dict[str, list[str]]               # intent -> ordered candidate ids
-    value_pools: dict[tuple[str, str], list]        # (main_category, key) -> [(value, count)]
+    knowledge: CatalogKnowledge                    # what construction may know: value pools, title phrases
     category_of: dict[str, str]                    # candidate id -> main_category
     products: list[Product] | None = None          # every product, when the catalog is small enough
-
-    def pools_for(self, product_id: str) -> dict[tuple[str, str], list]:
-        """The value pools of one candidate's category (all a worker needs for its negatives)."""
-        category = self.category_of.get(product_id, "")
-        return {k: v for k, v in self.value_pools.items() if k[0] == category}
 
 
 # Up to this many products the validator keeps whole categories in memory anyway (its FULL_SCAN_LIMIT), so
@@ -178,10 +169,10 @@ SNAPSHOT_LIMIT = 200_000
 
 
 def scan_catalog(catalog: CatalogReader, settings: Settings) -> CatalogScan:
-    """Candidates per intent and value pools, in one streaming pass (keeping the products of a small
-    catalog for the in-memory snapshot)."""
+    """Candidates per intent in one streaming pass (keeping the products of a small catalog for the
+    in-memory snapshot), and the catalog's knowledge (ecab.catalog.base.catalog_knowledge: from the kept
+    products when there are, else the catalog's own)."""
     groups: dict[str, dict[str, list[str]]] = {i: {} for i in settings.intents}
-    value_counts: dict[tuple[str, str], dict[str, int]] = {}
     category_of: dict[str, str] = {}
     intents = [get_intent(i) for i in settings.intents]
     kept: list[Product] | None = [] if catalog.count() <= SNAPSHOT_LIMIT else None
@@ -191,7 +182,6 @@ def scan_catalog(catalog: CatalogReader, settings: Settings) -> CatalogScan:
         for product in batch:
             category = product.main_category or ""
             present = present_detail_fields(product)
-            count_values(value_counts, product, present)
             for intent in intents:
                 if passes_static_filters(product, intent.sampling, present):
                     groups[intent.id].setdefault(category, []).append(product.product_id)
@@ -199,7 +189,8 @@ def scan_catalog(catalog: CatalogReader, settings: Settings) -> CatalogScan:
     candidates = {i: interleave_by_category(groups[i], random.Random(derive_seed("pool", settings.seed, i)),
                                             settings.min_category_size)[:settings.max_candidates]
                   for i in settings.intents}
-    return CatalogScan(candidates, finish_pools(value_counts), category_of, kept)
+    knowledge = (CatalogKnowledge.from_products(kept) if kept is not None else catalog_knowledge(catalog))
+    return CatalogScan(candidates, knowledge, category_of, kept)
 
 
 class SnapshotCatalog:
@@ -218,6 +209,7 @@ class SnapshotCatalog:
         self._products = products
         self._by_id = {p.product_id: p for p in products}
         self._base, self._opener = base, opener
+        self._knowledge: CatalogKnowledge | None = None
 
     @property
     def base(self) -> CatalogReader:
@@ -241,6 +233,13 @@ class SnapshotCatalog:
     def iter_products(self, batch_size: int = 1024) -> Iterator[list[Product]]:
         for start in range(0, len(self._products), batch_size):
             yield self._products[start:start + batch_size]
+
+    def knowledge(self) -> CatalogKnowledge:
+        """What construction may know about the catalog (ecab.catalog.base.catalog_knowledge), from the
+        snapshot's rows."""
+        if self._knowledge is None:
+            self._knowledge = CatalogKnowledge.from_products(self._products)
+        return self._knowledge
 
     def get_reviews(self, product_id: str, limit: int = 20) -> list[Review]:
         return self.base.get_reviews(product_id, limit=limit)
@@ -278,7 +277,7 @@ class Skip(Exception):
         self.reason, self.detail = reason, detail
 
 
-def run_stages(draft: Draft, rng: random.Random, pools) -> None:
+def run_stages(draft: Draft, rng: random.Random, knowledge) -> None:
     """Stages 2-5 on a draft whose product (and reviews) are set; raises Skip when the candidate cannot
     make a task this attempt."""
     intent = get_intent(draft.intent)
@@ -288,7 +287,7 @@ def run_stages(draft: Draft, rng: random.Random, pools) -> None:
     except ExtractionError as exc:
         raise Skip("too_few_features", str(exc)) from None
     if intent.id == "negative_constraint":
-        assign_exclusions(features, product, pools, rng)
+        assign_exclusions(features, product, knowledge, rng)
         if not any(f.negative for f in features):
             raise Skip("no_negative", "no negative feature has a safe excluded alternative")
     if intent.requires_voucher:
@@ -309,7 +308,7 @@ def run_stages(draft: Draft, rng: random.Random, pools) -> None:
         draft.partition = partition_features(features, intent, rng, title=product.title)
     except PartitionError as exc:
         raise Skip("partition_failed", str(exc)) from None
-    build_rubrics(draft, rng)
+    build_rubrics(draft, rng, as_knowledge(knowledge))
 
 
 def to_task(draft: Draft, status: str = "ok") -> Task:
@@ -355,7 +354,7 @@ def _verbalizer(settings: Settings) -> Callable[[Draft, random.Random], None]:
 @dataclass
 class WorkerContext:
     catalog: CatalogReader | None
-    pools: dict
+    knowledge: CatalogKnowledge | None
     settings: Settings
 
 
@@ -367,15 +366,17 @@ def _init_worker(settings: Settings) -> None:
     later (`_attach_catalog`), from the snapshot the parent writes after its scan."""
     global _CONTEXT
     _limit_threads()
-    _CONTEXT = WorkerContext(None, {}, settings)
+    _CONTEXT = WorkerContext(None, None, settings)
     from ecab.construct import validate, verbalize  # noqa: F401 - import cost paid once, up front
 
 
-def _attach_catalog(snapshot_path: str | None, opener: Callable[[], CatalogReader] | None) -> int:
+def _attach_catalog(snapshot_path: str | None, opener: Callable[[], CatalogReader] | None,
+                    knowledge: CatalogKnowledge | None = None) -> int:
     """Give the worker its catalog: the parent's in-memory snapshot (LanceDB opened only if reviews are
     needed), or for large catalogs the store itself, read-only (handles never cross a process boundary).
     The review checker's sentence model is not preloaded: it loads lazily where a paraphrase is scored."""
     assert _CONTEXT is not None, "worker not initialised"
+    _CONTEXT.knowledge = knowledge
     if snapshot_path is not None:
         _CONTEXT.catalog = SnapshotCatalog.load(snapshot_path, opener=opener)
     else:
@@ -416,9 +417,8 @@ class _TorchThreads:
             self.saved = None
 
 
-def _run_in_worker(intent: str, index: int, product_id: str, pools: dict) -> dict:
+def _run_in_worker(intent: str, index: int, product_id: str) -> dict:
     assert _CONTEXT is not None and _CONTEXT.catalog is not None, "worker not initialised"
-    _CONTEXT.pools = pools
     return build_candidate(_CONTEXT, intent, index, product_id)
 
 
@@ -454,7 +454,7 @@ def build_candidate(ctx: WorkerContext, intent_id: str, index: int, product_id: 
         draft.retry_count = attempt
         outcome["attempts"] = attempt + 1
         try:
-            run_stages(draft, rng, ctx.pools)
+            run_stages(draft, rng, ctx.knowledge)
         except Skip as skip:
             outcome.update(reason=skip.reason, detail=skip.detail)
             continue
@@ -645,13 +645,11 @@ class _WorkerPool:
         # Submitting starts the process now, so its interpreter start-up and imports overlap the scan.
         self.ready: list[Future] = [ex.submit(_worker_pid) for ex in self.executors]
         self.busy = [0] * n
-        self.pools_for: Callable[[str], dict] = lambda _pid: {}
 
     def attach(self, snapshot_path: str | None, opener: Callable[[], CatalogReader] | None,
-               pools_for: Callable[[str], dict]) -> None:
+               knowledge: CatalogKnowledge) -> None:
         """Queue the catalog hand-over; a worker counts as ready once it has run."""
-        self.ready = [ex.submit(_attach_catalog, snapshot_path, opener) for ex in self.executors]
-        self.pools_for = pools_for
+        self.ready = [ex.submit(_attach_catalog, snapshot_path, opener, knowledge) for ex in self.executors]
 
     def starting(self) -> list[Future]:
         return [f for f in self.ready if not f.done()]
@@ -668,9 +666,7 @@ class _WorkerPool:
 
     def submit(self, k: int, intent: str, index: int, product_id: str) -> Future:
         self.busy[k] += 1
-        # A worker gets only its candidate's category pools (all a negative needs), not every pool.
-        pools = self.pools_for(product_id) if intent == "negative_constraint" else {}
-        return self.executors[k].submit(_run_in_worker, intent, index, product_id, pools)
+        return self.executors[k].submit(_run_in_worker, intent, index, product_id)
 
     def __enter__(self) -> "_WorkerPool":
         return self
@@ -703,11 +699,11 @@ def construct(cfg: Any, catalog: CatalogReader, *, opener: Callable[[], CatalogR
             if isinstance(local_catalog, SnapshotCatalog):
                 tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ecab-construct-")))
                 snapshot_path = str(local_catalog.dump(tmp / "products.pkl"))
-            pool.attach(snapshot_path, opener, scan.pools_for)
+            pool.attach(snapshot_path, opener, scan.knowledge)
         progress_by_intent = {i: IntentProgress(i, scan.candidates[i], settings.n_per_intent)
                               for i in settings.intents}
         bar = _progress_bar(settings.n_per_intent * len(settings.intents), progress)
-        ctx = WorkerContext(local_catalog, scan.value_pools, settings)
+        ctx = WorkerContext(local_catalog, scan.knowledge, settings)
 
         threads = _TorchThreads()
         stack.callback(threads.restore)

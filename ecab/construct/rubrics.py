@@ -8,7 +8,8 @@ Differences from the original, on purpose:
 - every negative_attribute rubric, whatever its source, excludes concrete values (chosen in
   extract.choose_excluded_values); the original left persona/clarification negatives at `[]`;
 - the implicit rubrics are chosen here, in code, not by the query writer;
-- the entity phrase is chosen here from the title, not by the query writer.
+- the entity phrase is chosen here from the title, not by the query writer, by one rule for every catalog
+  source (the catalog's own title statistics, ecab/catalog/knowledge.py).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import hashlib
 import random
 import re
 
+from ecab.catalog.knowledge import CatalogKnowledge, title_head
 from ecab.construct.draft import Draft, EntitySpec, Feature
 from ecab.construct.intents import get_intent
 from ecab.construct.partition import normalize_text
@@ -53,10 +55,8 @@ SINGLE_ITEM_VALUES = ("1", "1 count", "1 pack of 1", "1 item")
 REVIEW_HINT = ("Mention that you want a product with reviews mentioning '{v}'. Frame it as review evidence you "
                "want to find, not as reviews the user has already read.")
 
-# Title segmentation for the entity phrase when no product-type table knows the title.
-_TITLE_CUT = re.compile(r"\s(?:-|–|—|\||for|with|by|in|compatible)\s|[,(\[:;]", re.IGNORECASE)
+# The title heuristic for the entity phrase when the catalog's title statistics know no phrase of the title.
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")
-_BRACKETED = re.compile(r"\[[^\]]*\]|\([^)]*\)|\{[^}]*\}")
 _FILLER_WORDS = {"pack", "pcs", "pieces", "piece", "set", "of", "and", "new", "the", "a", "an", "count", "lot",
                  "pc", "premium", "upgraded", "version"}
 
@@ -130,89 +130,32 @@ def make_rubric(rid: str, feature: Feature, source: str) -> Rubric:
 # The entity phrase
 # ---------------------------------------------------------------------------------------------------------
 
-def _known_entity_phrases() -> list[tuple[str, str]]:
-    """(how titles spell it, entity phrase) of every synthetic product type, when the generator is
-    installed; titles from other sources use the heuristic."""
-    try:
-        from ecab.catalog.synthetic import PRODUCT_TYPES
-    except ImportError:
-        return []
-    pairs = []
-    for spec in PRODUCT_TYPES.values():
-        for spelling in (spec.title_noun, spec.entity):
-            pairs.append((spelling, spec.entity))
-    return sorted(set(pairs))
-
-
-def _find_all(title: str, phrase: str) -> list[re.Match]:
-    words = [re.escape(w) for w in re.split(r"[\s\-]+", phrase) if w]
-    pattern = r"(?<![A-Za-z0-9])" + r"[\s\-]+".join(words) + r"(?![A-Za-z0-9])"
-    return list(re.finditer(pattern, title, re.IGNORECASE))
-
-
-def _find_span(title: str, phrase: str) -> re.Match | None:
-    """Where `title` spells `phrase` case-insensitively on word boundaries, a hyphen or a space
-    between words counting alike ("USB-C cable" is found in "USB C Cable")."""
-    words = [re.escape(w) for w in re.split(r"[\s\-]+", phrase) if w]
-    pattern = r"(?<![A-Za-z0-9])" + r"[\s\-]+".join(words) + r"(?![A-Za-z0-9])"
-    return re.search(pattern, title, re.IGNORECASE)
-
-
-def _heuristic_span(product: Product) -> str | None:
-    """The last 1-3 words of the title's head segment (before "for", "with", "-", ",", ...), the usual
-    place of the product noun in marketplace titles; brand words and pack-size filler are skipped."""
-    head = _TITLE_CUT.split(product.title, maxsplit=1)[0]
+def _heuristic_span(product: Product) -> tuple[int, int] | None:
+    """The last 1-3 words of the title's head segment (before "for", "with", "-", ",", ...; bracketed tags
+    left out), the usual place of the product noun in marketplace titles; brand words and pack-size filler
+    are skipped. A (start, end) span of the title."""
+    masked, end = title_head(product.title)
     brand = {w.lower() for w in (product.brand + " " + product.store).split()}
-    words = [m for m in _WORD.finditer(head) if m.group(0).lower() not in brand | _FILLER_WORDS]
+    words = [m for m in _WORD.finditer(masked, 0, end) if m.group(0).lower() not in brand | _FILLER_WORDS]
     if not words:
         return None
     chosen = words[-3:]
     # Only a contiguous run of the title is a valid span.
-    while len(chosen) > 1 and head[chosen[0].start():chosen[-1].end()].count(" ") != len(chosen) - 1:
+    while len(chosen) > 1 and masked[chosen[0].start():chosen[-1].end()].count(" ") != len(chosen) - 1:
         chosen = chosen[1:]
-    return head[chosen[0].start():chosen[-1].end()]
+    return chosen[0].start(), chosen[-1].end()
 
 
-def _typed_entity(product: Product, masked_title: str) -> EntitySpec | None:
-    """The entity of a product whose type the synthetic generator records (via its categories)."""
-    try:
-        from ecab.catalog.synthetic import product_type_of
-    except ImportError:
-        return None
-    ptype = product_type_of(product)
-    if ptype is None:
-        return None
-    for spelling in (ptype.title_noun, ptype.entity):
-        m = _find_span(masked_title, spelling)
-        if m:
-            return EntitySpec(query_surface=ptype.entity, canonical_entity=ptype.entity,
-                              title_span=product.title[m.start():m.end()])
-    return None
-
-
-def choose_entity(product: Product) -> EntitySpec:
-    """The product-type phrase of the title: the product's own type when the generator recorded it, else
-    a known type phrase of the title (the head noun: last in the head segment), else the heuristic."""
-    # Bracketed marketing tags ("[Sleep Monitor]") are masked, keeping positions, so spans stay exact.
-    masked = _BRACKETED.sub(lambda m: " " * len(m.group(0)), product.title)
-    typed = _typed_entity(product, masked)
-    if typed is not None:
-        return typed
-    cut = _TITLE_CUT.search(masked)
-    head_end = cut.start() if cut else len(masked)
-    matches = [(m, entity) for spelling, entity in _known_entity_phrases()
-               for m in _find_all(masked, spelling)]
-    in_head = [(m, e) for m, e in matches if m.end() <= head_end]
-    if in_head:
-        # English compounds put the head noun last: "Heart Rate Monitor Smart Watch" is a smart watch,
-        # "Laptop Business Laptop" a laptop; at the same end the longer phrase wins.
-        m, entity = max(in_head, key=lambda me: (me[0].end(), -me[0].start()))
-    elif matches:
-        m, entity = min(matches, key=lambda me: (me[0].start(), -me[0].end()))
-    if matches:
-        return EntitySpec(query_surface=entity, canonical_entity=entity,
-                          title_span=product.title[m.start():m.end()])
-    span = _heuristic_span(product) or product.title.strip()[:80]
+def choose_entity(product: Product, knowledge: CatalogKnowledge | None = None) -> EntitySpec:
+    """The product-type phrase of the title: the phrase of its head that the most brands of its category
+    use (the catalog's own title statistics, `CatalogKnowledge.entity_of`: the same rule for every source),
+    else the title heuristic (the last words of the head segment)."""
+    guess = knowledge.entity_of(product) if knowledge is not None else None
+    if guess is not None:
+        return EntitySpec(query_surface=guess.phrase, canonical_entity=guess.phrase,
+                          title_span=product.title[guess.start:guess.end])
+    cut = _heuristic_span(product)
+    span = product.title[cut[0]:cut[1]] if cut else product.title.strip()[:80]
     phrase = " ".join(span.split()).lower()
     return EntitySpec(query_surface=phrase, canonical_entity=phrase, title_span=span)
 
@@ -269,15 +212,16 @@ def can_hide(feature: Feature, query_features: list[Feature], entity_norm: str) 
                    and value_norm in normalize_text(other.value) for other in query_features)
 
 
-def build_rubrics(draft: Draft, rng: random.Random | None = None) -> None:
-    """Fill draft.rubrics, draft.implicit_rubric_ids and draft.entity from draft.partition (and voucher).
+def build_rubrics(draft: Draft, rng: random.Random | None = None, knowledge: CatalogKnowledge | None = None) -> None:
+    """Fill draft.rubrics, draft.implicit_rubric_ids and draft.entity from draft.partition (and voucher);
+    `knowledge`: the catalog's (ecab.catalog.base.catalog_knowledge), for the entity phrase.
 
     Also leaves for the verbalizer, in draft.meta: "query_hints" {rubric id: hint}, "implicit_pool"
     (implicit-eligible query rubric ids) and "rubric_features" {rubric id: Feature}.
     """
     rng = rng or _default_rng(draft)
     intent = get_intent(draft.intent)
-    draft.entity = draft.entity or choose_entity(draft.product)
+    draft.entity = draft.entity or choose_entity(draft.product, knowledge)
     entity_norm = normalize_text(draft.entity.query_surface)
 
     rubrics: list[Rubric] = []
