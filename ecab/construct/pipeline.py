@@ -532,6 +532,7 @@ class ConstructResult:
     out_dir: Path | None = None
     workers: int = 1
     built_by: dict[str, int] = field(default_factory=dict)   # candidates built by the parent / the workers
+    audit: Any = None             # validity.AuditReport of the accepted tasks (issue 15)
 
     @property
     def tasks_per_second(self) -> float:
@@ -722,6 +723,8 @@ def construct(cfg: Any, catalog: CatalogReader, *, opener: Callable[[], CatalogR
     result = _collect(progress_by_intent, time.perf_counter() - started)
     result.workers = settings.workers
     result.built_by = dict(built)
+    from ecab.construct.validity import audit_construction   # the validity audit of what was accepted
+    result.audit = audit_construction(result.tasks, local_catalog, cfg)
     target = out_dir if out_dir is not None else _cfg_out(cfg)
     if target is not None:
         write_outputs(result, Path(target))
@@ -818,6 +821,8 @@ def rejection_table(result: ConstructResult) -> str:
     for intent, c in result.per_intent.items():
         lines.append(f"| {intent} | {c['pool']} | {c['candidates']} | {c['accepted']} | {c['rejected']} | "
                      f"{c['skipped']} | {acceptance_rate(c):.1%} |")
+    if result.audit is not None:
+        lines += ["", result.audit.section()]
     return "\n".join(lines) + "\n"
 
 
@@ -829,6 +834,11 @@ def write_outputs(result: ConstructResult, out_dir: Path) -> None:
     # timing is the only part of the folder that differs between identical builds
     report = {"timing": result.timing(), "per_intent": result.per_intent, "rejections": dict(sorted(result.rejection_counts.items())),
               "skips": dict(sorted(result.skip_counts.items())), "skipped": result.skipped}
+    if result.audit is not None:
+        from ecab.construct.validity import AUDIT_FILE
+        report["timing"]["audit"] = result.audit.timing()
+        report["audit"] = result.audit.summary()
+        result.audit.write_rows(out_dir / AUDIT_FILE)
     (out_dir / REPORT_FILE).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     result.out_dir = out_dir
 
@@ -878,9 +888,10 @@ def ensure_benchmark(cfg: Any, catalog: CatalogReader, cache_dir: str | Path, *,
         if not (final / BENCHMARK_FILE).exists():
             tmp = root / f"{fp}.tmp-{os.getpid()}"
             shutil.rmtree(tmp, ignore_errors=True)
-            construct(cfg, catalog, opener=opener, out_dir=tmp, progress=progress)
+            result = construct(cfg, catalog, opener=opener, out_dir=tmp, progress=progress)
             (tmp / "fingerprint.json").write_text(json.dumps(
                 {"fingerprint": benchmark_fingerprint(cfg, catalog), "catalog": catalog.fingerprint,
-                 "construct": Settings.from_cfg(cfg).fingerprint_fields()}, indent=2) + "\n")
+                 "construct": Settings.from_cfg(cfg).fingerprint_fields(),
+                 "audit": result.audit.headline() if result.audit is not None else None}, indent=2) + "\n")
             os.replace(tmp, final)
     return final / BENCHMARK_FILE

@@ -43,6 +43,7 @@ UID_BASE = 1_900_000_000   # root mode: sandboxes run as UID_BASE + n, uids no a
 UID_SPAN = 65_536
 START_TIMEOUT_S = 30.0     # a sandbox that is not ready by then (a machine under heavy load) fails the call
 REPLY_FIELDS = {"ok", "output", "error", "kind"}
+STATUS_RETRY_S = 60.0      # a failed availability check is repeated after this long
 
 
 @dataclass(frozen=True)
@@ -236,6 +237,7 @@ class Sandbox:
         self.python_guard = python_guard
         self._status_lock = threading.Lock()
         self._status: SandboxStatus | None = None
+        self._status_at = 0.0
         self._reset_pool()
 
     def _reset_pool(self) -> None:
@@ -253,10 +255,14 @@ class Sandbox:
     # -- public ------------------------------------------------------------------------------------------
 
     def status(self) -> SandboxStatus:
-        """Whether calls can be isolated here, found once by starting one sandbox and running `print(6*7)`."""
+        """Whether calls can be isolated here, found by starting one sandbox and running `print(6*7)`. A success
+        is kept; a failure is checked again after STATUS_RETRY_S, so a passing glitch (a machine too loaded to
+        start a sandbox in time) does not turn python_execute off for the rest of a long run."""
         with self._status_lock:
-            if self._status is None:
-                self._status = self._check()
+            stale = (self._status is not None and not self._status.available
+                     and time.monotonic() - self._status_at > STATUS_RETRY_S)
+            if self._status is None or stale:
+                self._status, self._status_at = self._check(), time.monotonic()
             return self._status
 
     def submit(self, code: str) -> concurrent.futures.Future:
