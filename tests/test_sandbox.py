@@ -211,6 +211,21 @@ def test_fails_closed_without_bubblewrap(monkeypatch, tmp_path):
         box.close()
 
 
+def test_a_failed_availability_check_is_repeated_later(monkeypatch, tmp_path):
+    new_box().close()  # skip here, with the reason, where no sandbox can run
+    box = Sandbox()
+    try:
+        with monkeypatch.context() as patch:
+            patch.setenv("PATH", str(tmp_path))
+            assert not box.status().available
+        assert not box.status().available          # kept within STATUS_RETRY_S
+        monkeypatch.setattr(sb, "STATUS_RETRY_S", 0.0)
+        assert box.status().available              # checked again, and bwrap is back on PATH
+        assert box.run_code("print(5)") == {"output": "5\n", "error": None}
+    finally:
+        box.close()
+
+
 def test_module_level_helpers():
     new_box().close()  # skip here, with the reason, where no sandbox can run
     assert sb.run_code("print(1)") == {"output": "1\n", "error": None}
