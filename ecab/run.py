@@ -261,11 +261,28 @@ def judge_and_reduce(cfg: DictConfig, tasks: list[Task], catalog, folder) -> dic
         manifest["review_checker"] = judge_info["review_checker"]
     manifest["judge"] = judge_info
     manifest["judge_model"] = judge_model
+    manifest["task_audit"] = task_audit(cfg, tasks, catalog)   # how hard the task set is (reduce shows it)
     manifest["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%S")
     folder.write_manifest(manifest)
     # Reduce from the files on disk, exactly as `python -m ecab.reduce runs/<name>` would.
     summary = reduce_run(folder.path)
     return summary
+
+
+def task_audit(cfg: DictConfig, tasks: list[Task], catalog) -> dict:
+    """The validity audit headline of the run's task set (ecab/construct/validity.py): from the benchmark
+    folder's audit (written at construction) when it covers every task, else computed when the catalog is
+    small, else "not audited" with the reason. Never fails a finished run: an error becomes the reason."""
+    from ecab.construct.validity import not_audited, task_set_audit
+    try:
+        if cfg.benchmark.source == "file":
+            bench_dir = Path(str(cfg.benchmark.path)).parent
+        else:
+            from ecab.construct.pipeline import ensure_benchmark
+            bench_dir = ensure_benchmark(cfg, catalog, Path(cfg.cache_dir), progress=False).parent
+        return task_set_audit(tasks, catalog, benchmark_dir=bench_dir)
+    except Exception as exc:  # noqa: BLE001 - the summary says why, the run's results stand
+        return not_audited(f"the audit failed: {type(exc).__name__}: {exc}")
 
 
 def infra_errors(folder, tasks: list[Task] | None = None) -> list:
@@ -292,6 +309,8 @@ def headline(summary: dict, folder, infra: list | None = None) -> str:
     if by_source:
         lines.append("satisfaction by source: " + ", ".join(
             f"{s} {pct(v.get('satisfaction'))}" for s, v in by_source.items()))
+    if (summary.get("task_audit") or {}).get("headline"):
+        lines.append(f"task set: {summary['task_audit']['headline']}")
     return "\n".join(lines)
 
 

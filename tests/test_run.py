@@ -45,6 +45,16 @@ def test_oracle_self_check_is_perfect(oracle_summary):
     assert len(folder.latest_trajectories()) == summary["total_samples"]
 
 
+def test_summary_carries_the_task_set_audit(oracle_summary):
+    """The generated benchmark's audit (written at construction) reaches the run's summary (issue 15)."""
+    run_dir, summary = oracle_summary
+    audit = summary["task_audit"]
+    assert audit["status"] == "audited" and audit["source"] == "benchmark manifest"
+    assert audit["tasks"] == summary["total_samples"] and 0.0 <= audit["query_singles_out"] <= 1.0
+    assert set(audit["load_bearing"]) == {"query", "persona", "clarification"}
+    assert audit["headline"] in (run_dir / "oracle" / "summary.md").read_text(encoding="utf-8")
+
+
 def test_baselines_are_ordered(cache_dir, tmp_path, oracle_summary):
     heuristic = run_job(cache_dir, tmp_path, "model=heuristic", "run.name=h")
     rand = run_job(cache_dir, tmp_path, "model=random", "run.name=r")

@@ -170,3 +170,58 @@ def test_early_stopping_matches_brute_force(small_catalog):
         assert (got.match_query, got.match_query_persona, got.match_all, got.query_singles_out) == \
             (want["match_query"], want["match_query_persona"], want["match_all"], want["query_singles_out"]), task.id
         assert [r.witnesses for r in got.rubrics] == want["witnesses"], task.id
+
+
+# ---------------------------------------------------------------------------------------------------------
+# At the end of construction, and in a run's summary
+# ---------------------------------------------------------------------------------------------------------
+
+def test_construction_writes_the_audit_and_a_run_reads_it(small_catalog, tmp_path):
+    import json
+
+    from ecab.construct.pipeline import REJECTIONS_TABLE, REPORT_FILE, construct
+    from ecab.construct.validity import AUDIT_FILE, read_rows, task_digest, task_set_audit
+
+    cfg = {"construct": {"seed": 0, "n_per_intent": 1, "intents": ["product_search", "review_driven"],
+                         "max_matches": 3, "workers": 1, "max_attempts": 3, "verbalizer": "template"}}
+    out = tmp_path / "bench"
+    result = construct(cfg, small_catalog, out_dir=out, progress=False)
+    rows = read_rows(out / AUDIT_FILE)
+    assert [(r.task_id, r.digest) for r in rows] == [(t.id, task_digest(t)) for t in result.tasks]
+    # review_opinion is left out at construction by default, and said so
+    assert all(r.load_bearing is None for row in rows for r in row.rubrics if r.type == "review_opinion")
+    report = json.loads((out / REPORT_FILE).read_text())
+    assert report["audit"]["overall"]["tasks"] == len(result.tasks)
+    assert "construct.audit_reviews=false" in report["audit"]["review_opinion"]
+    assert report["timing"]["audit"]["checks"] > 0
+    assert "## Validity audit" in (out / REJECTIONS_TABLE).read_text()
+
+    # a run over (a subset of) those tasks takes its headline from the folder
+    got = task_set_audit(result.tasks[:1], small_catalog, benchmark_dir=out)
+    assert got["status"] == "audited" and got["source"] == "benchmark manifest" and got["tasks"] == 1
+    # a task the folder did not audit (other rubrics): computed for the run instead
+    changed = Task.from_dict({**result.tasks[0].to_dict(), "rubrics": result.tasks[0].to_dict()["rubrics"][:-1]})
+    got = task_set_audit([changed], small_catalog, benchmark_dir=out)
+    assert got["source"] == "computed for this run" and got["tasks"] == 1
+    # too big a catalog to audit at run time: not audited, with the reason
+    got = task_set_audit([changed], small_catalog, benchmark_dir=None, max_products=10)
+    assert got["status"] == "not audited" and "products" in got["reason"]
+
+
+def test_reduce_shows_the_audit_of_the_run_manifest(tmp_path):
+    import json
+
+    from test_reduce import make_run, write_run_folder
+
+    from ecab.construct.validity import headline_record
+    from ecab.reduce import reduce_run
+
+    run_dir = write_run_folder(tmp_path, make_run())
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    summary = aggregate([TaskAudit("t", "product_search", "c", "p", 10, 3, 2, 1, True, True, False)])
+    manifest["task_audit"] = headline_record(summary, "benchmark manifest")
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    got = reduce_run(run_dir, plots=False)
+    assert got["task_audit"]["headline"] == headline_of(summary)
+    md = (run_dir / "summary.md").read_text()
+    assert "## Task-set audit" in md and headline_of(summary) in md and "| product_search | 0.0% |" in md

@@ -33,10 +33,12 @@ API: `audit_products` (the core, on plain rubrics and products: what constructio
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from ecab.judge.normalize import compact, normalize, value_text
@@ -50,6 +52,9 @@ _COST = {"entity_match": 0, "store_match": 1, "numeric_range": 2, "budget_match"
          "negative_attribute": 5, "review_opinion": 9}
 REVIEW = "review_opinion"
 NOT_AUDITED = "not audited"
+REVIEWS_LEFT_OUT = "left out (include_reviews=False)"
+REVIEWS_LEFT_OUT_AT_CONSTRUCTION = ("left out at construction for cost (construct.audit_reviews=false; "
+                                    "python -m ecab.construct audit includes them)")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -81,6 +86,7 @@ class TaskAudit:
     query_singles_out: bool            # the target is the only product satisfying every query rubric
     rubrics: list[RubricAudit] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    digest: str = ""                   # task_digest: which task (target, rubrics, voucher) this row audited
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -291,13 +297,22 @@ def _entity_hint(task: Task) -> str | None:
     return None
 
 
+def task_digest(task: Task) -> str:
+    """What an audit row depends on in a task: its target id, rubrics and voucher (not its wording)."""
+    payload = [task.target_product.product_id, [r.to_dict() for r in task.rubrics],
+               task.voucher.to_dict() if task.voucher is not None else None]
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
 def audit_task(task: Task, catalog, *, include_reviews: bool = True, review_checker=None,
                memo: VerdictMemo | None = None) -> TaskAudit:
     products = category_products(catalog, task.target_product, _entity_hint(task))
-    return audit_products(task.rubrics, task.target_product, products, voucher=task.voucher,
-                          reviews_of=lambda pid: catalog.get_reviews(pid), review_checker=review_checker,
-                          include_reviews=include_reviews, memo=memo, task_id=task.id,
-                          intent=task.intent_category)
+    audit = audit_products(task.rubrics, task.target_product, products, voucher=task.voucher,
+                           reviews_of=lambda pid: catalog.get_reviews(pid), review_checker=review_checker,
+                           include_reviews=include_reviews, memo=memo, task_id=task.id,
+                           intent=task.intent_category)
+    audit.digest = task_digest(task)
+    return audit
 
 
 def audit_tasks(tasks: Sequence[Task], catalog, *, include_reviews: bool = True, review_checker=None,
@@ -355,13 +370,14 @@ def _group(rows: Sequence[TaskAudit]) -> dict[str, Any]:
     }
 
 
-def aggregate(rows: Sequence[TaskAudit], *, include_reviews: bool = True) -> dict[str, Any]:
+def aggregate(rows: Sequence[TaskAudit], *, include_reviews: bool = True, reviews_note: str | None = None
+              ) -> dict[str, Any]:
     """Overall and per-intent figures from per-task rows."""
     intents: dict[str, list[TaskAudit]] = {}
     for t in rows:
         intents.setdefault(t.intent, []).append(t)
     return {"overall": _group(rows), "by_intent": {k: _group(v) for k, v in intents.items()},
-            "review_opinion": "included" if include_reviews else "left out (include_reviews=False)"}
+            "review_opinion": "included" if include_reviews else (reviews_note or REVIEWS_LEFT_OUT)}
 
 
 def pct(x: float | None) -> str:
@@ -421,9 +437,10 @@ class AuditReport:
     seconds: float = 0.0
     checks: int = 0
     review_checks: int = 0
+    reviews_note: str | None = None      # why review_opinion rubrics were left out, when they were
 
     def summary(self) -> dict[str, Any]:
-        return aggregate(self.tasks, include_reviews=self.include_reviews)
+        return aggregate(self.tasks, include_reviews=self.include_reviews, reviews_note=self.reviews_note)
 
     def headline(self) -> str:
         return headline_of(self.summary())
@@ -436,3 +453,79 @@ class AuditReport:
 
     def timing(self) -> dict[str, Any]:
         return {"seconds": round(self.seconds, 3), "checks": self.checks, "review_checks": self.review_checks}
+
+    def section(self) -> str:
+        """The construction report's section (rejections.md): deterministic, no timings."""
+        return "## Validity audit\n\n" + self.headline() + "\n\n" + self.markdown()
+
+    def write_rows(self, path: str | Path) -> None:
+        """One TaskAudit per line (the benchmark folder's AUDIT_FILE)."""
+        with open(path, "w", encoding="utf-8") as fh:
+            for row in self.rows():
+                fh.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The audit a benchmark folder carries, and the headline a run's summary carries
+# ---------------------------------------------------------------------------------------------------------
+
+AUDIT_FILE = "audit.jsonl"            # per-task rows, beside benchmark.jsonl (written at construction)
+# A run without its benchmark's audit computes one when the catalog has at most this many products.
+RUN_AUDIT_MAX_PRODUCTS = 20_000
+
+
+def audit_construction(tasks: Sequence[Task], catalog, cfg: Any = None) -> AuditReport:
+    """The audit run at the end of construction (pipeline.construct). review_opinion rubrics only with
+    `construct.audit_reviews=true`: embedding the reviews of every product a review rubric must be checked
+    on costs more than building the default benchmark itself (docs/decisions.md#validity-audit), so by default
+    they are left out here and the report says so; `python -m ecab.construct audit` includes them."""
+    group = cfg.get("construct", cfg) if hasattr(cfg, "get") else None
+    reviews = bool(group.get("audit_reviews", False)) if group is not None and hasattr(group, "get") else False
+    report = audit_tasks(tasks, catalog, include_reviews=reviews)
+    report.reviews_note = None if reviews else REVIEWS_LEFT_OUT_AT_CONSTRUCTION
+    return report
+
+
+def read_rows(path: str | Path) -> list[TaskAudit]:
+    with open(path, encoding="utf-8") as fh:
+        return [TaskAudit.from_dict(json.loads(line)) for line in fh if line.strip()]
+
+
+def headline_record(summary: dict[str, Any], source: str) -> dict[str, Any]:
+    """What a run's summary carries: the headline line, the overall figures and the per-intent ones."""
+    o = summary["overall"]
+    return {"status": "audited", "source": source, "headline": headline_of(summary),
+            "review_opinion": summary.get("review_opinion"),
+            "query_singles_out": o["query_singles_out"],
+            "load_bearing": {k: v["share"] for k, v in o["load_bearing"].items()},
+            "load_bearing_hidden": o["load_bearing_hidden"],
+            "match_query_median": o["match_query_median"], "tasks": o["tasks"],
+            "by_intent": {k: {"query_singles_out": g["query_singles_out"],
+                              "load_bearing": {s: v["share"] for s, v in g["load_bearing"].items()}}
+                          for k, g in summary["by_intent"].items()}}
+
+
+def not_audited(reason: str) -> dict[str, Any]:
+    return {"status": NOT_AUDITED, "reason": reason, "headline": f"{NOT_AUDITED}: {reason}"}
+
+
+def task_set_audit(tasks: Sequence[Task], catalog, *, benchmark_dir: str | Path | None = None,
+                   max_products: int = RUN_AUDIT_MAX_PRODUCTS) -> dict[str, Any]:
+    """The audit headline of a run's task set: from the benchmark folder's AUDIT_FILE when it holds a row
+    for every task (matched by task_digest), else computed when the catalog has at most `max_products`
+    products, else "not audited" with the reason."""
+    if benchmark_dir is not None and (Path(benchmark_dir) / AUDIT_FILE).is_file():
+        by_digest = {(r.task_id, r.digest): r for r in read_rows(Path(benchmark_dir) / AUDIT_FILE)}
+        rows = [by_digest.get((t.id, task_digest(t))) for t in tasks]
+        if rows and all(r is not None for r in rows):
+            reviews = all(r.type != REVIEW or r.load_bearing is not None for row in rows for r in row.rubrics)
+            return headline_record(aggregate(rows, include_reviews=reviews,
+                                             reviews_note=REVIEWS_LEFT_OUT_AT_CONSTRUCTION), "benchmark manifest")
+    n = catalog.count()
+    if n > max_products:
+        return not_audited(f"the catalog has {n} products (a run audits at most {max_products}: "
+                           "run python -m ecab.construct audit)")
+    report = audit_tasks(tasks, catalog)
+    record = headline_record(report.summary(), "computed for this run")
+    record["seconds"] = round(report.seconds, 2)
+    return record

@@ -113,6 +113,8 @@ def reduce_run(run_dir: str | Path, *, plots: bool = True) -> dict[str, Any]:
         extra = {"judge_agreement": judge_agreement(others, tasks)} if len(others) >= 2 else {}
         if manifest.get("runner_stats"):
             extra["runner"] = manifest["runner_stats"]   # what the runner retried, re-queued or restarted
+        if manifest.get("task_audit"):
+            extra["task_audit"] = manifest["task_audit"]   # how hard the task set is (ecab.run writes it)
         extra = extra or None
         summary = summarize(tasks, trajectories, judgements, model=model, judge_model=judge_model, extra=extra)
     except ValueError as exc:

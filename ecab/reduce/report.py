@@ -256,8 +256,24 @@ def runner_sections(summary: dict[str, Any]) -> list[str]:
     return ["", "## Runner", *[f"- {k.replace('_', ' ')}: {v}" for k, v in sorted(stats.items())]]
 
 
+def task_audit_sections(summary: dict[str, Any]) -> list[str]:
+    """How hard the task set is (ecab/construct/validity.py): the audit headline, or why there is none."""
+    audit = summary.get("task_audit")
+    if not audit:
+        return []
+    lines = ["", "## Task-set audit", f"- {audit.get('headline', 'not audited')}"]
+    if audit.get("status") == "audited":
+        lines.append(f"- Source: {audit.get('source')}")
+        rows = [[intent, pct(g["query_singles_out"]), *[pct(g["load_bearing"].get(s)) for s in
+                                                        ("query", "persona", "clarification")]]
+                for intent, g in (audit.get("by_intent") or {}).items()]
+        lines += ["", *table(("intent", "query singles out", "LB query", "LB persona", "LB clarification"), rows)]
+    return lines + [""]
+
+
 def render_markdown(summary: dict[str, Any]) -> str:
-    return "\n".join(original_sections(summary) + ecab_sections(summary) + runner_sections(summary)
+    return "\n".join(original_sections(summary) + task_audit_sections(summary) + ecab_sections(summary)
+                     + runner_sections(summary)
                      + variance_sections(summary) + difficulty_sections(summary) + interaction_sections(summary)
                      + failure_sections(summary) + audit_sections(summary) + plot_links())
 
