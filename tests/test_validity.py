@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import random
 
-import pytest
-
 from conftest import AUDIT_OPINION, AUDIT_PRODUCTS, all_products
 from ecab.construct.validity import (
-    AuditReport,
     TaskAudit,
     aggregate,
     audit_products,
@@ -18,7 +15,7 @@ from ecab.construct.validity import (
     headline_of,
 )
 from ecab.judge.rules import check_rubric
-from ecab.schema import Product, Rubric, Task
+from ecab.schema import Product, Task
 
 TARGET = AUDIT_PRODUCTS[0]
 

@@ -8,9 +8,11 @@ be built from any of them in one streaming pass.
   occurrence wins, `bought_together` is dropped, everything else is kept; reviews are kept only for known products and
   capped at 20 per product with a seeded, process-independent pick.
 - `iter_product_db`: the prebuilt SQLite `product.db` of the original harness.
-- `iter_targets`: the target products of a `benchmark.jsonl` plus synthetic distractors. Released tasks
-  carry no review text (docs/original-harness.md §9), so targets get synthetic reviews that state their task's
-  review_opinion rubrics, which lets the harness run on the real samples without the 25 GB DB.
+- `iter_targets`: the target products of a `benchmark.jsonl`, their hard-negative siblings
+  (ecab/catalog/siblings.py: per rubric, products that violate exactly that rubric, so every requirement
+  matters) and synthetic distractors. Released tasks carry no review text (docs/original-harness.md §9), so
+  targets and siblings get synthetic reviews that state their task's review_opinion rubrics, which lets the
+  harness run on the real samples without the 25 GB DB.
 """
 from __future__ import annotations
 
@@ -395,22 +397,85 @@ _BASE_TIMESTAMP_MS = 1_600_000_000_000
 _DAY_MS = 86_400_000
 
 
-def iter_targets(tasks_path: Path, *, n_distractors: int = 2000, seed: int = 0,
-                 batch_size: int = 1000) -> Iterator[CatalogBatch]:
-    """The target product of every task (unchanged, first task wins per id), then `n_distractors` synthetic
-    products from `ecab.catalog.synthetic.iter_synthetic` whose ids do not collide with a target id.
+def iter_targets(tasks_path: Path, *, n_distractors: int = 2000, seed: int = 0, batch_size: int = 1000,
+                 siblings: int = 0, query_only_siblings: int = 0, report=None) -> Iterator[CatalogBatch]:
+    """The target product of every task (unchanged, first task wins per id) and its hard-negative siblings
+    (`siblings` per rubric and `query_only_siblings` per task, ecab/catalog/siblings.py) in one seeded
+    order, then `n_distractors` synthetic products from `ecab.catalog.synthetic.iter_synthetic` whose ids
+    collide with neither. `catalog=targets` asks for 3 and 3 (conf/catalog/targets.yaml); without siblings the
+    targets come first, in file order.
 
     Every target gets synthetic reviews, deterministic from its task id: one per review_opinion rubric that
     states the opinion verbatim (rating 5, the most helpful votes, so §5.10's selection would pick them),
-    plus filler reviews up to 10 (targets without reviews would stand out among reviewed distractors).
-    Review ids are renumbered 1..N over the whole output so target and distractor reviews never collide.
+    plus filler reviews up to 10 (targets without reviews would stand out among reviewed distractors);
+    siblings get theirs from the same generator. Review ids are renumbered 1..N over the whole output so no
+    two reviews collide. `report(line)`, when given, receives one line about the siblings made.
     """
-    targets, target_reviews = _targets_with_reviews(Path(tasks_path))
+    real, distractors, line = targets_and_siblings(tasks_path, n_distractors=n_distractors, seed=seed,
+                                                   siblings=siblings, query_only_siblings=query_only_siblings)
+    if report is not None and line:
+        report(line)
     renumber = _Renumber()
-    yield from _product_batches(targets, batch_size,
-                                lambda ids: renumber([r for pid in ids for r in target_reviews[pid]]))
+    yield from _rebatch(((p, reviews) for p, reviews, _ in real), batch_size, renumber)
+    yield from _rebatch(iter(distractors), batch_size, renumber)
+
+
+def targets_and_siblings(tasks_path: Path, *, n_distractors: int = 2000, seed: int = 0, siblings: int = 3,
+                         query_only_siblings: int = 3):
+    """(targets and siblings in catalog order as (product, reviews, its siblings.Sibling record or None for
+    a target), the distractors as (product, reviews), one line about the siblings) of `iter_targets`."""
+    from ecab.catalog.siblings import ValuePools, make_siblings
+
+    tasks = list(iter_tasks(Path(tasks_path)))
+    targets, target_reviews = _targets_with_reviews(Path(tasks_path))
     taken = {p.product_id for p in targets}
-    yield from _rebatch(_distractors(n_distractors, seed, taken), batch_size, renumber)
+    distractors = list(_distractors(n_distractors, seed, taken))
+    real = [(p, target_reviews[p.product_id], None) for p in targets]
+    line = ""
+    if siblings > 0 or query_only_siblings > 0:
+        pools = ValuePools.build(targets, tasks, (p for p, _ in distractors))
+        made, stats = make_siblings(tasks, per_rubric=siblings, query_only=query_only_siblings, seed=seed,
+                                    taken=taken, pools=pools, make_reviews=_sibling_reviews(),
+                                    review_checker=_review_checker())
+        real += [(s.product, s.reviews, s) for s in made]
+        random.Random(f"targets-order|{seed}").shuffle(real)
+        line = f"catalog=targets: {len(targets)} targets, {stats.line()}"
+    return real, distractors, line
+
+
+def _review_checker():
+    from ecab.judge.review import default_review_checker   # the judge's own checker decides "lacks the opinion"
+
+    return default_review_checker()
+
+
+def _sibling_reviews():
+    """make_reviews for siblings: `opinion_reviews` seeded by the sibling's id; fillers that would state an
+    opinion the sibling must lack (by the judge's review checker) are not used."""
+    checker = None
+    states: dict[tuple[str, int], bool] = {}
+
+    def fillers_without(avoid: list[str]) -> tuple:
+        nonlocal checker
+        if not avoid:
+            return _FILLER_REVIEWS
+        checker = checker or _review_checker()
+        keep = []
+        for n, (rating, title, text) in enumerate(_FILLER_REVIEWS):
+            ok = True
+            for opinion in avoid:
+                if (opinion, n) not in states:
+                    review = Review(review_id=0, product_id="filler", rating=rating, title=title, text=text)
+                    states[(opinion, n)] = checker.check(opinion, [review], product_id=None).satisfied
+                ok = ok and not states[(opinion, n)]
+            if ok:
+                keep.append((rating, title, text))
+        return tuple(keep)
+
+    def make(product_id: str, task_id: str, opinions: list[str], rng: random.Random, avoid=()) -> list[Review]:
+        return opinion_reviews(product_id, opinions, random.Random(f"{product_id}_reviews"),
+                               fillers=fillers_without(list(avoid)))
+    return make
 
 
 def _targets_with_reviews(tasks_path: Path) -> tuple[list[Product], dict[str, list[Review]]]:
@@ -430,15 +495,23 @@ def synthetic_target_reviews(task: Task, *, start: int = 0) -> list[Review]:
 
     `review_id`s are placeholders (`start`, `start + 1`, ...); `iter_targets` renumbers them.
     """
-    rng = random.Random(f"{task.id}_target_reviews")
-    opinions = [r.opinion.strip().rstrip(".") for r in task.rubrics if r.type == "review_opinion"]
+    return opinion_reviews(task.target_product.product_id,
+                           [r.opinion for r in task.rubrics if r.type == "review_opinion"],
+                           random.Random(f"{task.id}_target_reviews"), start=start)
+
+
+def opinion_reviews(product_id: str, opinions: list[str], rng: random.Random, *, start: int = 0,
+                    fillers: tuple = _FILLER_REVIEWS) -> list[Review]:
+    """One review stating each opinion verbatim plus filler reviews up to 10, in a shuffled order (the
+    generator of targets' and siblings' reviews)."""
+    opinions = [op.strip().rstrip(".") for op in opinions]
     rows = [(5.0, rng.choice(_OPINION_TITLES), rng.choice(_OPINION_TEMPLATES).format(opinion=op),
              rng.randint(20, 60)) for op in opinions]
     wanted = max(0, _MIN_TARGET_REVIEWS - start - len(rows))  # `start`: reviews from an earlier task
-    fillers = rng.sample(_FILLER_REVIEWS, k=min(len(_FILLER_REVIEWS), wanted))
+    fillers = rng.sample(fillers, k=min(len(fillers), wanted))
     rows += [(rating, title, text, rng.randint(0, 5)) for rating, title, text in fillers]
     rng.shuffle(rows)
-    return [Review(review_id=start + i, product_id=task.target_product.product_id, rating=rating, title=title,
+    return [Review(review_id=start + i, product_id=product_id, rating=rating, title=title,
                    text=text, helpful_vote=votes, verified_purchase=rng.random() < 0.8,
                    timestamp=_BASE_TIMESTAMP_MS + rng.randint(0, 900) * _DAY_MS)
             for i, (rating, title, text, votes) in enumerate(rows)]

@@ -124,7 +124,27 @@ def fingerprint_inputs(cfg: Any) -> dict[str, Any]:
     if source in ("amazon", "productdb"):
         spec["max_reviews"] = _get(cfg, "max_reviews", 20)
         spec["review_seed"] = _get(cfg, "review_seed", 42)
+    if source == "targets":
+        from ecab.catalog.siblings import SIBLINGS_VERSION
+
+        per_rubric, query_only = _siblings(cfg)
+        spec["siblings"] = {"per_rubric": per_rubric, "query_only": query_only, "version": SIBLINGS_VERSION}
     return spec
+
+
+def _siblings(cfg: Any) -> tuple[int, int]:
+    """catalog=targets: (hard-negative siblings per rubric, query-only siblings per task); 0 turns them off."""
+    out = []
+    for key in ("siblings", "query_only_siblings"):
+        value = _get(cfg, key, 3)
+        try:
+            number = int(value)
+        except (TypeError, ValueError):
+            raise CatalogConfigError(f"catalog.{key}: expected an integer, got {value!r}") from None
+        if number < 0:
+            raise CatalogConfigError(f"catalog.{key}: must be >= 0, got {number}")
+        out.append(number)
+    return out[0], out[1]
 
 
 def catalog_fingerprint(cfg: Any) -> str:
@@ -163,7 +183,9 @@ def iter_source(cfg: Any) -> Iterator[CatalogBatch]:
         return _first_products(iter_product_db(_existing(cfg, "path"), batch_size=batch_size), size)
     from ecab.catalog.amazon import iter_targets
 
-    return iter_targets(_existing(cfg, "path"), n_distractors=int(size or 0), seed=seed, batch_size=batch_size)
+    per_rubric, query_only = _siblings(cfg)
+    return iter_targets(_existing(cfg, "path"), n_distractors=int(size or 0), seed=seed, batch_size=batch_size,
+                        siblings=per_rubric, query_only_siblings=query_only, report=print)
 
 
 def _first_products(batches: Iterator[CatalogBatch], limit: Any) -> Iterator[CatalogBatch]:

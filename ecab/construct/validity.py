@@ -98,7 +98,8 @@ class TaskAudit:
         return cls(**data)
 
     def load_bearing_share(self, source: str | None = None) -> float | None:
-        decided = [r for r in self.rubrics if r.load_bearing is not None and (source is None or r.info_source == source)]
+        decided = [r for r in self.rubrics
+                   if r.load_bearing is not None and (source is None or r.info_source == source)]
         return sum(r.load_bearing for r in decided) / len(decided) if decided else None
 
 
@@ -406,7 +407,8 @@ def markdown_of(summary: dict[str, Any], baselines: dict[str, dict[str, Any]] | 
     names = list(baselines)
     head = ["intent", "tasks", "products", "match query", "match q+persona", "match all", "query singles out",
             "LB query", "LB persona", "LB clarification", *[f"{n} acc." for n in names]]
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" if i == 0 else "---:" for i in range(len(head))) + "|"]
+    lines = ["| " + " | ".join(head) + " |",
+             "|" + "|".join("---" if i == 0 else "---:" for i in range(len(head))) + "|"]
     groups = [*summary["by_intent"].items(), ("**overall**", summary["overall"])]
     for name, g in groups:
         key = "overall" if name == "**overall**" else name
@@ -415,7 +417,8 @@ def markdown_of(summary: dict[str, Any], baselines: dict[str, dict[str, Any]] | 
         lb = g["load_bearing"]
         lines.append("| " + " | ".join(str(c) for c in [
             name, g["tasks"], num(g["candidates_median"]), num(g["match_query_median"]),
-            num(g["match_query_persona_median"]), num(g["match_all_median"]), pct(g["query_singles_out"]), pct(lb["query"]["share"]),
+            num(g["match_query_persona_median"]), num(g["match_all_median"]), pct(g["query_singles_out"]),
+            pct(lb["query"]["share"]),
             pct(lb["persona"]["share"]), pct(lb["clarification"]["share"]), *acc]) + " |")
     o = summary["overall"]
     lines += ["", "Load-bearing by rubric type (overall):", "",
