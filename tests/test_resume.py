@@ -24,7 +24,7 @@ BASE = ["model=heuristic", "catalog=targets", "benchmark=file", "catalog.product
 
 def untimed(value):
     if isinstance(value, dict):
-        return {k: untimed(v) for k, v in value.items() if k not in ("wall_s", "latency", "runner")}
+        return {k: untimed(v) for k, v in value.items() if k not in ("wall_s", "latency", "runner", "seconds")}
     if isinstance(value, list):
         return [untimed(v) for v in value]
     return value
