@@ -29,6 +29,7 @@ import concurrent.futures
 import itertools
 import json
 import os
+import queue
 import select
 import signal
 import subprocess
@@ -140,27 +141,35 @@ class _Jail:
         line, self._buffer = self._buffer.split(b"\n", 1)
         return line
 
-    def destroy(self) -> None:
-        """Kill the sandbox's PID-1, which makes the kernel kill every process in its namespace, and wait
-        for bwrap, which exits only once that namespace is empty."""
+    def kill(self) -> None:
+        """SIGKILL the sandbox's PID-1: the kernel then kills every process in its PID namespace."""
         init_pid = self._read_init_pid()
         if self.proc.poll() is None:
-            for pid in ([init_pid] if init_pid else []):
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
             try:
-                self.proc.wait(timeout=2.0)
-            except subprocess.TimeoutExpired:  # no info from bwrap: kill it; --die-with-parent does the rest
-                self.proc.kill()
-                self.proc.wait()
+                if init_pid:
+                    os.kill(init_pid, signal.SIGKILL)
+                else:  # no info from bwrap: kill bwrap itself; --die-with-parent does the rest
+                    self.proc.kill()
+            except ProcessLookupError:
+                pass
+
+    def reap(self) -> None:
+        """Wait for bwrap, which exits only once the sandbox's namespace is empty, and close the pipes."""
+        try:
+            self.proc.wait(timeout=2.0)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             try:
                 stream.close()
             except OSError:
                 pass
         os.close(self._info_read)
+
+    def destroy(self) -> None:
+        self.kill()
+        self.reap()
 
     def _read_init_pid(self) -> int | None:
         """bwrap writes {"child-pid": N} (the sandbox's PID-1, in host numbering) to the info pipe."""
@@ -251,6 +260,8 @@ class Sandbox:
         self._tokens = itertools.count()
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._spawner: threading.Thread | None = None
+        self._reaper: threading.Thread | None = None
+        self._reaped: queue.SimpleQueue | None = None
 
     # -- public ------------------------------------------------------------------------------------------
 
@@ -304,6 +315,9 @@ class Sandbox:
             jail.destroy()
         if self._spawner is not None:
             self._spawner.join(timeout=5)
+        if self._reaper is not None:
+            self._reaped.put(None)
+            self._reaper.join(timeout=10)
 
     # -- a call --------------------------------------------------------------------------------------------
 
@@ -323,7 +337,10 @@ class Sandbox:
                     continue
                 return self._run_in(jail)
             finally:
-                jail.destroy()
+                # The kill is sent before the call returns; waiting for the namespace to empty (~7 ms) is the
+                # reaper's, so a caller does not wait for it.
+                jail.kill()
+                self._reaper_queue().put(jail)
         return SandboxResult(False, error=f"sandbox could not start: {failure}", kind="internal")
 
     def _run_in(self, jail: _Jail) -> SandboxResult:
@@ -346,6 +363,20 @@ class Sandbox:
         return result
 
     # -- warm sandboxes --------------------------------------------------------------------------------------
+
+    def _reaper_queue(self) -> "queue.SimpleQueue[_Jail]":
+        with self._cond:
+            if self._reaper is None:
+                self._reaped = queue.SimpleQueue()
+                self._reaper = threading.Thread(target=self._reap_loop, args=(self._reaped,),
+                                                name="ecab-sandbox-reaper", daemon=True)
+                self._reaper.start()
+            return self._reaped
+
+    @staticmethod
+    def _reap_loop(jails: "queue.SimpleQueue[_Jail | None]") -> None:
+        while (jail := jails.get()) is not None:
+            jail.reap()
 
     def _ensure_executor(self) -> concurrent.futures.ThreadPoolExecutor:
         with self._cond:
