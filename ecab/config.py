@@ -149,6 +149,9 @@ NUMERIC_KEYS: tuple[tuple[str, str, float | None, bool, bool], ...] = (
     ("construct.max_matches", "int", 1, True, False),
     ("construct.max_attempts", "int", 1, True, False),
     ("construct.max_candidates", "int", 1, True, True),
+    ("construct.min_query_matches", "int", 0, True, False),
+    ("construct.min_query_load_bearing", "rate", 0, True, False),
+    ("construct.min_hidden_load_bearing", "rate", 0, True, False),
     ("construct.llm.max_attempts", "int", 1, True, False),
 )
 

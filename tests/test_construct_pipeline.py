@@ -134,8 +134,10 @@ def test_rejections_are_recorded_with_reasons_and_tabled(small_catalog, tmp_path
     rejected = read_tasks(out / REJECTED_FILE)
     assert len(rejected) == sum(result.rejection_counts.values()) >= 4
     assert all(t.sample_status == "final_validation_failed" and not t.validation_passed for t in rejected)
-    assert all(any("uniqueness" in i for i in t.validation_issues) for t in rejected)
-    assert set(result.rejection_counts) == {"not_unique"}
+    assert all(t.validation_issues for t in rejected)
+    # Most reach the uniqueness check (the target itself matches); a leak can stop one earlier.
+    assert result.rejection_counts["not_unique"] == \
+        sum(any("uniqueness" in i for i in t.validation_issues) for t in rejected) >= 3
     table = (out / REJECTIONS_TABLE).read_text()
     assert f"| not_unique |" in table and "| product_search | " in table
     assert table == rejection_table(result)

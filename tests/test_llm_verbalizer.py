@@ -127,16 +127,27 @@ def leaky_candidate(small_catalog):
     for intent in INTENTS:
         for index, pid in enumerate(scan.candidates[intent][:20]):
             draft = staged_draft(small_catalog, intent, index, pid, scan.knowledge)
-            if draft is not None and hidden_values(draft):
+            if draft is not None and hidden_values(draft) and template_validates(draft, small_catalog, index):
                 return intent, index, pid, scan.knowledge
     pytest.fail("no candidate with a hidden value in the small catalog")
+
+
+def template_validates(draft: Draft, catalog, index: int) -> bool:
+    """Whether the template verbalizer's text for this draft passes validation (a candidate the pipeline
+    would accept)."""
+    import copy
+
+    trial = copy.deepcopy(draft)
+    template_verbalize(trial, task_rng(0, trial.intent, index, 0))
+    validate_draft(trial, catalog, max_matches=3)
+    return trial.rejection is None
 
 
 def staged_draft(catalog, intent: str, index: int, pid: str, pools) -> Draft | None:
     """A draft after the rubric stages and the lock, before any text (as build_candidate makes it)."""
     draft = Draft(sample_id=f"ecab_{intent}_{index + 1:04d}", intent=intent, product=catalog.get_product(pid))
     try:
-        run_stages(draft, task_rng(0, intent, index, 0), pools)
+        run_stages(draft, task_rng(0, intent, index, 0), pools, catalog=catalog, load_bearing_only=True)
     except Skip:
         return None
     draft.meta["rubric_lock"] = rubric_lock(draft.rubrics)

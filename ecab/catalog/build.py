@@ -95,10 +95,13 @@ def _amazon_inputs(cfg: Any) -> tuple[list[Path], list[Path]]:
 
 
 def _source_version(source: str) -> str:
+    """The generator's version and a digest of its source for sources that generate products (synthetic,
+    and targets' distractors): any change to the generator builds the catalog anew, bumped or not."""
     if source in ("synthetic", "targets"):
         from ecab.catalog import synthetic
 
-        return str(getattr(synthetic, "SYNTHETIC_VERSION", "0"))
+        digest = hashlib.sha256(Path(synthetic.__file__).read_bytes()).hexdigest()[:16]
+        return f"{getattr(synthetic, 'SYNTHETIC_VERSION', '0')}+{digest}"
     return "1"
 
 

@@ -9,8 +9,8 @@ Construction needs two things beyond a product's own record (docs/original-harne
   a phone case, never a laptop's form factor);
 - **entity phrases**: the product-type phrase of a title ("Phone Case" in "Tekshield Phone Case, for
   iPhone 15, Black"). Every title's head segment (before ",", "(", " for ", " with ", " - ", ...) is cut
-  into 1-3 word phrases, leaving out brand and store words, pack-size filler, units, digits and the
-  product's own detail values (a color is not a product type); a phrase scores by the number of distinct
+  into 1-3 word phrases, leaving out brand and store words, pack-size filler, units, digits and
+  phrases that are, or end in, one of the product's own detail values (a color is not a product type); a phrase scores by the number of distinct
   brands of its main category whose title heads carry it, weighted by its length (a two-word type
   phrase beats the single word it contains). A title's entity is its best-scoring phrase; phrases carried
   by a single brand are not kept, so a catalog too small to say anything falls back to the title
@@ -90,7 +90,8 @@ def title_phrases(product: Product) -> list[TitlePhrase]:
             if low in skip or (n > 1 and (w_start != words[i + n - 2][1] + 1 or masked[w_start - 1] != " ")):
                 break    # a skipped word ends every longer phrase here; only a space-separated run counts
             phrase = low if n == 1 else f"{phrase} {low}"
-            if phrase not in own:
+            # Not a phrase that is, or ends in, one of the listing's own values ("USB Hub Black").
+            if phrase not in own and low not in own:
                 out.append(TitlePhrase(phrase, start, w_end, n))
     return out
 

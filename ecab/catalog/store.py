@@ -566,7 +566,14 @@ class CatalogShard:
 
     def _keyword(self, fts_query, depth: int, where: str | None) -> ShardCandidates:
         hits = self._fts_top(fts_query, depth, where)
-        total = len(hits) if len(hits) < depth else self._fts_count(fts_query, where)
+        # Hits tied at the cut (a product line's listings often share a title) come back in no particular
+        # order, so a deeper page could hold other ones: fetch until the cut's score ends (fuse orders ties
+        # by product id), so every page is a slice of the same ranking.
+        fetched = depth
+        while len(hits) == fetched and depth and hits[depth - 1].score == hits[-1].score:
+            fetched *= 2
+            hits = self._fts_top(fts_query, fetched, where)
+        total = len(hits) if len(hits) < fetched else self._fts_count(fts_query, where)
         return ShardCandidates(fts=hits, total=total)
 
     def _table(self, name: str):

@@ -25,17 +25,19 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import math
 import random
 import re
 from dataclasses import dataclass, field
 from typing import Iterator
 
 from ecab.catalog.base import CatalogBatch
-from ecab.fields import ALIASES_BY_CANONICAL, IMPLICIT_ELIGIBLE_FIELDS, MULTI_OPTION_FIELDS
+from ecab.fields import (ALIASES_BY_CANONICAL, IMPLICIT_ELIGIBLE_FIELDS, MULTI_OPTION_FIELDS, PRICE_BUCKETS,
+                         RATING_NUMBER_BUCKETS)
 from ecab.schema import Product, Review
 
 # Bump whenever the output for a given (n, seed) changes: it is part of the catalog fingerprint.
-SYNTHETIC_VERSION = "1"
+SYNTHETIC_VERSION = "2"   # 2: product lines (anchor, variants, spec leaves, white-label clone, re-listings)
 
 MAIN_CATEGORIES = ("Computers", "Cell Phones & Accessories", "All Electronics", "Amazon Home",
                    "Tools & Home Improvement", "Camera & Photo", "All Beauty", "Office Products")
@@ -1378,9 +1380,29 @@ _PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
 
 
 @dataclass
+class _Member:
+    """One listing of a family: its detail values and how its numbers relate to the line's anchor.
+
+    kind: "simple" (a family of plain near-duplicates: own numbers), "anchor" (the line's reference
+    listing), "variant" (another value of the primary axis: color, size, pack count...), "leaf" (the
+    anchor with one other spec changed: `key`), "clone" (the same item under another brand: white
+    label), "dup" (the same item listed again by another seller: `aspect` says what differs - price,
+    rating, count or title). Every listing has its own numbers and reviews; those of a line's variants,
+    leaves and clone stay within the anchor's price, rating and rating-count brackets, a dup's leaves
+    them on exactly its `aspect`.
+    """
+
+    kind: str
+    values: dict[str, str]
+    store: str
+    manufacturer: str
+    key: str | None = None
+    aspect: str | None = None
+
+
+@dataclass
 class _Family:
     index: int
-    size: int
     ptype: ProductType
     brand: str
     store: str
@@ -1388,8 +1410,9 @@ class _Family:
     main_category: str
     base: dict[str, str]                  # canonical key -> value shared by the members
     primary: str
-    primary_values: list[str]             # one distinct value per member
-    secondary: str | None
+    members: list[_Member]
+    anchor: int | None                    # position of the line's anchor in `members` (None: simple family)
+    anchor_numbers: tuple[float | None, float, int] | None   # (price, average rating, rating count)
     layout: list[tuple[str, str]]         # (emitted key, source): source is a canonical key, "x:<extra>" or "#noise"
     extras: dict[str, str]
     title_segments: list[str]
@@ -1408,6 +1431,10 @@ class _Family:
     weight: str
     pos_order: list[str]
     neg_order: list[str]
+
+    @property
+    def size(self) -> int:
+        return len(self.members)
 
 
 _BRAND_SYLLABLES = ("ka", "lo", "mi", "ve", "zu", "ra", "no", "ti", "xe", "do", "pa", "sy", "qu", "lu", "an",
@@ -1490,8 +1517,9 @@ def _base_values(rng: random.Random, ptype: ProductType, keys: list[str], brand:
 
 
 def _apply_odd_value(rng: random.Random, family_values: dict[str, str], ptype: ProductType,
-                     keys: list[str], variant_keys: set[str]) -> None:
-    """Spoil one non-variant value now and then, as real metadata is (docs/original-harness.md §5.4, cleaning)."""
+                     keys: list[str], variant_keys: set[str]) -> str | None:
+    """Spoil one non-variant value now and then, as real metadata is (docs/original-harness.md §5.4, cleaning);
+    returns the spoiled key."""
     roll, kind = rng.random(), None
     for name, p in _ODD_KINDS:
         if roll < p:
@@ -1499,7 +1527,7 @@ def _apply_odd_value(rng: random.Random, family_values: dict[str, str], ptype: P
             break
         roll -= p
     if kind is None:
-        return
+        return None
     free = [k for k in keys if k != "Brand" and k not in variant_keys]
     if kind == "see_more":
         candidates = [k for k in free if k in _SEE_MORE_KEYS]
@@ -1512,7 +1540,7 @@ def _apply_odd_value(rng: random.Random, family_values: dict[str, str], ptype: P
     else:
         candidates = free
     if not candidates:
-        return
+        return None
     key = rng.choice(candidates)
     value = family_values[key]
     if kind == "caps":
@@ -1529,6 +1557,7 @@ def _apply_odd_value(rng: random.Random, family_values: dict[str, str], ptype: P
         blurb = " ".join(t for t in (_fill(p, shared, noun) for p in ptype.selling_points) if t)
         long_text = f"{value}, {blurb} {value.upper()}: {blurb}"
         family_values[key] = long_text[:330].rstrip() + "\u2026   See more"
+    return key
 
 
 def _alias_modes(rng: random.Random, keys: list[str], values: dict[str, str]) -> dict[str, str]:
@@ -1639,9 +1668,78 @@ def _title_plan(rng: random.Random, ptype: ProductType, keys: list[str], primary
     return segments, joiner
 
 
+_LINE_SHARE = 0.72            # families that are product lines (the rest: plain near-duplicate families)
+_TOKENS = re.compile(r"[a-z0-9]+")
+
+
+def _phrase_in(needle: str, hay: str) -> bool:
+    """`needle` occurs in `hay` on word boundaries, case and punctuation aside."""
+    n, h = " ".join(_TOKENS.findall(needle.lower())), " ".join(_TOKENS.findall(hay.lower()))
+    return bool(n) and f" {n} " in f" {h} "
+
+
+def _options(value: str) -> list[str]:
+    return [o.strip() for o in re.split(r"[,/|]", value) if o.strip()]
+
+
+def _alternatives(ptype: ProductType, key: str, value: str) -> list[str]:
+    """Values of the pool a listing differing in `key` can carry: none of them names any option of
+    `value`, so a requirement on `value` (any one option) rules that listing out."""
+    pool = ptype.value_pools[key]
+    mine = _options(value)
+    return [v for v in pool if v != value and not any(_phrase_in(o, v) for o in mine)]
+
+
+def _other_brand(seed: int, rng: random.Random, ptype: ProductType, brand: str) -> str:
+    for _ in range(8):
+        other = _pick_brand(seed, rng, ptype)
+        if other.lower() != brand.lower() and other != "Generic":
+            return other
+    return _generated_brand(seed, ptype.source_category, rng.randrange(GENERATED_BRANDS_PER_CATEGORY)) + "x"
+
+
+def _line_members(seed: int, rng: random.Random, ptype: ProductType, keys: list[str], base: dict[str, str],
+                  brand: str, store: str, manufacturer: str, primary: str, spoiled: str | None,
+                  anchor_numbers: tuple[float | None, float, int]) -> tuple[list[_Member], int]:
+    """A product line as real listings have it: the anchor, its other primary-axis values (colors,
+    sizes, pack counts...), one listing per other spec it is also sold in (material, connector, finish...),
+    the same item under another brand, and re-listings by other sellers that differ in price, rating,
+    rating count or title wording. Members come out shuffled; returns them and the anchor's position."""
+    first = rng.choice(ptype.core[primary])
+    others = _alternatives(ptype, primary, first)
+    primary_values = [first] + rng.sample(others, min(len(others), rng.choice((1, 2, 2, 3))))
+    anchor_values = {**base, primary: primary_values[0]}
+    members = [_Member("anchor", anchor_values, store, manufacturer)]
+    members += [_Member("variant", {**anchor_values, primary: v}, store, manufacturer)
+                for v in primary_values[1:]]
+    specs = [k for k in keys if k not in ("Brand", primary) and k != spoiled and base.get(k)
+             and _alternatives(ptype, k, base[k])]
+    rng.shuffle(specs)
+    specs = specs[:max(4, len(specs) - rng.choice((0, 0, 1)))]
+    for key in specs:
+        members.append(_Member("leaf", {**anchor_values, key: rng.choice(_alternatives(ptype, key, base[key]))},
+                               store, manufacturer, key=key))
+    if rng.random() < 0.25:
+        other = _other_brand(seed, rng, ptype, brand)
+        members.append(_Member("clone", {**anchor_values, "Brand": other}, _store_for(seed, other),
+                               _manufacturer_for(seed, other, ptype.source_category)))
+    price, average, count = anchor_numbers
+    feasible = {"rating": _half_star_floor(average) > 1.0, "count": _count_bucket(count) is not None,
+                "price": price is not None}
+    pair = rng.choices((("rating", "count"), ("rating", "price"), ("count", "price")), (0.5, 0.25, 0.25))[0]
+    aspects = [a for a in pair if feasible[a]] + (["title"] if rng.random() < 0.5 else [])
+    for aspect in aspects:
+        seller = rng.choice(_RESELLERS) if rng.random() < 0.7 else f"{brand} Outlet"
+        members.append(_Member("dup", dict(anchor_values), seller, manufacturer, aspect=aspect))
+    order = list(range(len(members)))
+    rng.shuffle(order)
+    return [members[i] for i in order], order.index(0)
+
+
 def _make_family(seed: int, index: int) -> _Family:
     rng = _rng(seed, "family", index)
     ptype = rng.choices(_TYPE_LIST, cum_weights=_TYPE_CUM)[0]
+    line = rng.random() < _LINE_SHARE
     roll = rng.random()
     size = next(s for s, c in zip(_FAMILY_SIZES, _FAMILY_SIZE_CUM) if roll < c)
     primary = ptype.variants[0]
@@ -1653,10 +1751,10 @@ def _make_family(seed: int, index: int) -> _Family:
                                 [w for _, w in ptype.main_categories])[0]
     keys = _choose_keys(rng, ptype)
     secondaries = [k for k in ptype.variants[1:] if k in keys]
-    secondary = rng.choice(secondaries) if secondaries and rng.random() < 0.5 else None
+    secondary = rng.choice(secondaries) if secondaries and rng.random() < 0.5 and not line else None
     variant_keys = {primary} | ({secondary} if secondary else set())
     base = _base_values(rng, ptype, keys, brand, variant_keys)
-    _apply_odd_value(rng, base, ptype, keys, variant_keys)
+    spoiled = _apply_odd_value(rng, base, ptype, keys, variant_keys)
     modes = _alias_modes(rng, keys, base)
     layout = _layout(rng, ptype, keys, modes, main_category)
     title_segments, title_joiner = _title_plan(rng, ptype, keys, primary)
@@ -1670,17 +1768,34 @@ def _make_family(seed: int, index: int) -> _Family:
     pos, neg = list(ptype.positive), list(ptype.negative)
     rng.shuffle(pos)
     rng.shuffle(neg)
+    manufacturer = _manufacturer_for(seed, brand, ptype.source_category)
+    price_ending = rng.choice((0.99, 0.99, 0.95, 0.49, 0.0))
+    quality = min(4.9, max(2.0, rng.gauss(4.25, 0.4)))
+    popularity = rng.gauss(3.9, 1.5)
+    anchor, anchor_numbers = None, None
+    if line:
+        anchor_price = None if rng.random() < 0.3 else _round_price(price_base, price_ending)
+        anchor_numbers = (anchor_price, round(min(5.0, max(1.0, quality + rng.gauss(0, 0.15))), 1),
+                          max(1, min(50_000, int(rng.lognormvariate(popularity, 0.6)))))
+        members, anchor = _line_members(seed, rng, ptype, keys, base, brand, store, manufacturer, primary, spoiled,
+                                        anchor_numbers)
+    else:
+        members = []
+        for value in rng.sample(primary_pool, size):
+            values = {**base, primary: value}
+            if secondary and rng.random() < 0.6:
+                values[secondary] = rng.choice(ptype.value_pools[secondary])
+            members.append(_Member("simple", values, store, manufacturer))
     return _Family(
-        index=index, size=size, ptype=ptype, brand=brand, store=store,
-        manufacturer=_manufacturer_for(seed, brand, ptype.source_category), main_category=main_category,
-        base=base, primary=primary, primary_values=rng.sample(primary_pool, size), secondary=secondary,
+        index=index, ptype=ptype, brand=brand, store=store, manufacturer=manufacturer,
+        main_category=main_category, base=base, primary=primary, members=members, anchor=anchor,
+        anchor_numbers=anchor_numbers,
         layout=layout, extras={name: rng.choice(pool) for name, pool in ptype.extras.items()},
         title_segments=title_segments, title_joiner=title_joiner, feature_plan=points,
         feature_header=rng.choice(("caps", "lenticular", "plain", "check")),
         keywords=rng.sample(ptype.keywords, min(4, len(ptype.keywords))),
         description_style=rng.randrange(3), price_base=price_base,
-        price_ending=rng.choice((0.99, 0.99, 0.95, 0.49, 0.0)),
-        quality=min(4.9, max(2.0, rng.gauss(4.25, 0.4))), popularity=rng.gauss(3.9, 1.5),
+        price_ending=price_ending, quality=quality, popularity=popularity,
         first_day=rng.randint(_DAY_FIRST, _DAY_LAST_LISTING),
         model_prefix="".join(rng.choice(_ALNUM[10:]) for _ in range(rng.randint(2, 3))) + str(rng.randint(1, 99)),
         dims=f"{l} x {w} x {h} inches", weight=weight, pos_order=pos, neg_order=neg)
@@ -1724,39 +1839,112 @@ def _fill(template: str, values: dict[str, str], noun: str, short: bool = False)
     return None if missing else text
 
 
-def _member_values(family: _Family, member: int, rng: random.Random) -> dict[str, str]:
-    values = dict(family.base)
-    values[family.primary] = family.primary_values[member]
-    if family.secondary and rng.random() < 0.6:
-        values[family.secondary] = rng.choice(family.ptype.value_pools[family.secondary])
-    return values
+def _round_price(raw: float, ending: float) -> float:
+    whole = max(1, round(raw))
+    return round(whole - 1 + ending if ending else float(whole), 2)
 
 
 def _price(family: _Family, rng: random.Random) -> float | None:
     if rng.random() < 0.3:
         return None
     raw = family.price_base * rng.choice((1.0, 1.0, 1.0, 0.9, 0.95, 1.05, 1.1, 1.2))
-    whole = max(1, round(raw))
-    return round(whole - 1 + family.price_ending if family.price_ending else float(whole), 2)
+    return _round_price(raw, family.price_ending)
 
 
-def _title(family: _Family, values: dict[str, str]) -> str:
+def _half_star_floor(average: float) -> float:
+    return max(1.0, math.floor(average * 2) / 2)
+
+
+def _count_bucket(count: int) -> int | None:
+    below = [b for b in RATING_NUMBER_BUCKETS if b <= count]
+    return below[-1] if below else None
+
+
+def _price_bracket_top(price: float) -> float:
+    """The smallest price bucket strictly above `price` (the next multiple of 50 past the last bucket)."""
+    for bucket in PRICE_BUCKETS:
+        if bucket > price:
+            return float(bucket)
+    return float((math.floor(price / 50) + 1) * 50)
+
+
+def _line_numbers(family: _Family, member: _Member, rng: random.Random) -> tuple[float | None, float, int]:
+    """(price, average rating, rating count) of a line member: its own, within the anchor's brackets
+    (never dearer, rated in the same half star or better, counted in the same bucket or more), except a
+    dup's one `aspect`, which lands outside them (dearer than the next price bucket, rated below the
+    anchor's half star, fewer ratings than its bucket)."""
+    price, average, count = family.anchor_numbers
+    if member.kind == "anchor":
+        return price, average, count
+    floor, bucket = _half_star_floor(average), _count_bucket(count)
+    new_price = None if price is None else min(price, _round_price(price * rng.uniform(0.8, 1.0), family.price_ending))
+    new_average = round(rng.uniform(floor, min(5.0, max(floor, average) + 0.3)), 1)
+    new_count = max(bucket or 1, int(count * rng.uniform(0.7, 1.6)))
+    if member.aspect == "price" and price is not None:
+        top = _price_bracket_top(price)
+        new_price = max(_round_price(top * rng.uniform(1.08, 1.45), family.price_ending), round(top + 1, 2))
+    elif member.aspect == "rating":
+        new_average = round(rng.uniform(max(1.0, floor - 1.0), floor - 0.1), 1)
+    elif member.aspect == "count" and bucket is not None:
+        new_count = rng.randint(max(1, bucket // 4), bucket - 1)
+    return (new_price if new_price is None or new_price > 0 else price), max(1.0, min(5.0, new_average)), new_count
+
+
+def _title(family: _Family, values: dict[str, str], member: _Member | None = None) -> str:
     noun = family.ptype.title_noun
+    if member is not None and member.aspect == "title":
+        # A seller who never names the product type: brand, a keyword, then the attributes.
+        attrs = [_fill(a, values, noun, short=True) for a in family.ptype.title_attrs]
+        parts = [values.get("Brand") or family.brand, family.keywords[0], *(a for a in attrs if a)]
+        return " ".join(p for p in parts if p).replace("  ", " ").strip()
     parts = [_fill(seg, values, noun, short=True) for seg in family.title_segments]
+    if member is not None and member.kind == "leaf" and not any("{" + member.key + "}" in seg
+                                                               for seg in family.title_segments):
+        # A listing sold in another spec says so in its title ("..., Matte"), as sellers do.
+        parts.append(_first_option(values[member.key]))
     return family.title_joiner.join(p for p in parts if p).replace("  ", " ").strip()
+
+
+_POOL_PHRASES: dict[str, list[tuple[str, str]]] = {}
+
+
+def _pool_phrases(ptype: ProductType) -> list[tuple[str, str]]:
+    """(key, " tokens ") of every distinctive (4+ character) value of the type's pools."""
+    if ptype.key not in _POOL_PHRASES:
+        _POOL_PHRASES[ptype.key] = [(k, f" {' '.join(_TOKENS.findall(v.lower()))} ")
+                                    for k, pool in ptype.value_pools.items() for v in pool
+                                    if len("".join(_TOKENS.findall(v.lower()))) >= 4]
+    return _POOL_PHRASES[ptype.key]
+
+
+def _states_other_value(text: str, ptype: ProductType, values: dict[str, str]) -> bool:
+    """Whether `text` names a value of the type's pools that this listing does not carry (a line's
+    listings share bullet text, which must not claim another listing's spec)."""
+    hay = f" {' '.join(_TOKENS.findall(text.lower()))} "
+    for key, phrase in _pool_phrases(ptype):
+        if phrase in hay:
+            own = f" {' '.join(_TOKENS.findall((values.get(key) or '').lower()))} "
+            if phrase not in own:
+                return True
+    return False
 
 
 def _features(family: _Family, values: dict[str, str], rng: random.Random) -> list[str]:
     if rng.random() < 0.12:
         return []
     noun = family.ptype.title_noun.lower()
+    line = family.anchor is not None
     bullets = []
     for i, point in enumerate(family.feature_plan):
         text = _fill(point, values, noun)
-        if text is None:
+        if text is None or (line and _states_other_value(text, family.ptype, values)):
             continue
         header = family.keywords[i % len(family.keywords)]
-        if family.feature_header == "caps":
+        if line and _states_other_value(header, family.ptype, values):
+            header = ""
+        if not header:
+            pass
+        elif family.feature_header == "caps":
             text = f"{header.upper()}: {text}"
         elif family.feature_header == "lenticular":
             text = f"\u3010{header}\u3011 {text}"
@@ -1785,6 +1973,8 @@ def _detail_dict(family: _Family, values: dict[str, str], member: int, index: in
     for emitted, source in family.layout:
         if source.startswith("x:"):
             details[emitted] = family.extras[source[2:]]
+        elif source == "#manufacturer":
+            details[emitted] = family.members[member].manufacturer
         elif source.startswith("#"):
             details[emitted] = _noise_value(family, source, member, index, rng, rating_number)
         else:
@@ -1850,8 +2040,24 @@ def _sentence(opinion: str, rng: random.Random) -> str:
 
 
 def _opinion_profile(family: _Family, member: int, rng: random.Random) -> tuple[list[str], list[str]]:
-    """A member's slice of the type's opinions: neighbours in a family overlap only partly."""
+    """A member's slice of the type's opinions: neighbours in a family overlap only partly. A re-listing
+    of a line's item hears part of what its anchor's buyers say, plus something of its own."""
     pos, neg = family.pos_order, family.neg_order
+    if family.anchor is not None:
+        # One product line, one product: its listings' buyers say the same things, each listing adding one
+        # remark of its own; a re-listing's buyers mention only part of them.
+        start = 2 * family.anchor
+        anchor_pos = [pos[(start + t) % len(pos)] for t in range(4)]
+        anchor_neg = [neg[(start + t) % len(neg)] for t in range(3)]
+        own = pos[(start + 4 + member) % len(pos)]
+        if member == family.anchor:
+            return anchor_pos, anchor_neg
+        spec = family.members[member]
+        if spec.kind == "dup" and spec.aspect != "title":
+            # The re-listings that differ in a number hear complementary halves of the line's opinions.
+            half = sum(1 for m in family.members[:member] if m.kind == "dup" and m.aspect != "title") % 2
+            return anchor_pos[half::2] + [own], rng.sample(anchor_neg, 2)
+        return anchor_pos + ([own] if own not in anchor_pos else []), anchor_neg
     mine_pos = [pos[(2 * member + t) % len(pos)] for t in range(4)]
     mine_neg = [neg[(2 * member + t) % len(neg)] for t in range(3)]
     extra = rng.choice(pos)
@@ -1869,11 +2075,21 @@ def _review_rating(average: float, rng: random.Random) -> int:
     return 1 if roll < 0.5 else 2 if roll < 0.8 else 3
 
 
-def _review_text(rating: int, pos: list[str], neg: list[str], rng: random.Random) -> tuple[str, str]:
-    """(text, the main opinion) for one review: 1-4 sentences, at least one concrete opinion."""
-    if rating >= 4:
+def _review_text(rating: int, pos: list[str], neg: list[str], rng: random.Random,
+                 cover: list[str] | None = None) -> tuple[str, str]:
+    """(text, the main opinion) for one review: 1-4 sentences, at least one concrete opinion. `cover`: the
+    positive opinions not yet heard on this listing; a happy review mentions the first of them (and no
+    generic remark), so a product line's listings all come to carry its opinions."""
+    if rating >= 4 and cover:
+        first = cover.pop(0)
+        opinions = [first] + rng.sample([o for o in pos if o != first], rng.choice((0, 0, 1)))
+        sentences = [_sentence(o, rng) for o in opinions]
+        if rating == 4 and rng.random() < 0.3:
+            sentences.append(f"Only complaint: {rng.choice(neg)}.")
+        mood = "positive"
+    elif rating >= 4:
         opinions = rng.sample(pos, rng.choice((1, 1, 2)))
-        if rng.random() < 0.15:
+        if cover is None and rng.random() < 0.15:
             opinions.append(rng.choice(GENERIC_OPINIONS["positive"]))
         sentences = [_sentence(o, rng) for o in opinions]
         if rating == 4 and rng.random() < 0.3:
@@ -1896,8 +2112,12 @@ def _review_text(rating: int, pos: list[str], neg: list[str], rng: random.Random
 
 def _reviews(family: _Family, member: int, index: int, product_id: str, average: float, rating_number: int,
              rng: random.Random) -> list[Review]:
+    kind = family.members[member].kind
     roll = rng.random()
-    if roll < 0.05:
+    if kind in ("anchor", "variant", "leaf", "clone"):   # a line's own listings share its reviewed product
+        count = rng.randint(6, 9) if roll < 0.15 else \
+            MAX_REVIEWS_PER_PRODUCT if rng.random() < 0.4 else rng.randint(10, MAX_REVIEWS_PER_PRODUCT - 1)
+    elif roll < 0.05:
         count = 0
     elif roll < 0.15:
         count = rng.randint(1, 4)
@@ -1905,12 +2125,13 @@ def _reviews(family: _Family, member: int, index: int, product_id: str, average:
         count = MAX_REVIEWS_PER_PRODUCT if rng.random() < 0.35 else rng.randint(5, MAX_REVIEWS_PER_PRODUCT - 1)
     count = min(count, rating_number)
     pos, neg = _opinion_profile(family, member, rng)
+    cover = list(pos) if family.anchor is not None else None
     noun = family.ptype.entity
     first_day = family.first_day + member * 11
     reviews = []
     for k in range(count):
         rating = _review_rating(average, rng)
-        text, main_opinion = _review_text(rating, pos, neg, rng)
+        text, main_opinion = _review_text(rating, pos, neg, rng, cover)
         if rng.random() < 0.3:
             title = main_opinion[0].upper() + main_opinion[1:]
         else:
@@ -1930,13 +2151,18 @@ def _reviews(family: _Family, member: int, index: int, product_id: str, average:
 
 def _make_product(family: _Family, member: int, index: int, seed: int, ids: _IdMaker) -> tuple[Product, list[Review]]:
     rng = _rng(seed, index)
-    values = _member_values(family, member, rng)
-    rating_number = _rating_number(family, rng)
-    average = round(min(5.0, max(1.0, family.quality + rng.gauss(0, 0.15))), 1)
+    spec = family.members[member]
+    values = spec.values
+    if family.anchor is None:
+        rating_number = _rating_number(family, rng)
+        average = round(min(5.0, max(1.0, family.quality + rng.gauss(0, 0.15))), 1)
+        price = _price(family, rng)
+    else:
+        price, average, rating_number = _line_numbers(family, spec, rng)
     product_id = ids(index)
     product = Product(
-        product_id=product_id, title=_title(family, values), main_category=family.main_category,
-        store=family.store, average_rating=average, rating_number=rating_number, price=_price(family, rng),
+        product_id=product_id, title=_title(family, values, spec), main_category=family.main_category,
+        store=spec.store, average_rating=average, rating_number=rating_number, price=price,
         features=_features(family, values, rng), description=_description(family, values, rng),
         details=_detail_dict(family, values, member, index, rng, rating_number),
         extras={"categories": [family.main_category, family.ptype.subcategory]})

@@ -38,7 +38,8 @@ GENERIC_PHRASES = (
     "would recommend", "recommend it", "five stars", "5 stars", "works great", "works well", "as described",
     "as expected", "buy again", "would buy", "exactly what", "very happy", "so happy", "happy with",
     "good quality", "great quality", "great buy", "good buy", "great deal", "no complaints", "thank you",
-    "thanks", "perfect", "awesome", "amazing", "excellent",
+    "thanks", "perfect", "awesome", "amazing", "excellent", "great value", "value for the money",
+    "value for money",
 )
 STOP = {"the", "a", "an", "and", "or", "of", "for", "with", "to", "in", "on", "it", "is", "this", "that", "my", "i"}
 

@@ -56,9 +56,12 @@ from ecab.construct.rubrics import build_rubrics
 from ecab.construct.sample import (
     DEFAULT_MIN_CATEGORY_SIZE,
     interleave_by_category,
+    neighbourhood_scores,
     passes_static_filters,
     present_detail_fields,
 )
+from ecab.construct.select import NotLoadBearing, select_load_bearing
+from ecab.construct.validate import Gate
 from ecab.construct.vouchers import VoucherError, make_voucher
 from ecab.fields import INTENTS
 from ecab.schema import ClarificationScript, Persona, Product, Review, Task, write_jsonl
@@ -77,8 +80,12 @@ SKIP_REASONS = {
     "partition_failed": "features cannot fill query/persona/clarification minimums",
     "no_voucher": "no valid voucher for the price",
     "too_few_reviews": "review_driven: fewer than 10 reviews or 2 usable opinions",
+    "too_few_load_bearing": "fewer load-bearing features than min_features, or one the intent needs is not "
+                            "load-bearing (construct.load_bearing_only)",
     "stage_error": "the candidate product could not be read from the catalog",
 }
+# The catalog, not the attempt's draw, decides these: another attempt would only repeat the work.
+FINAL_SKIPS = frozenset({"too_few_load_bearing"})
 RUNTIME_REASONS = {
     "generation_runtime_error": "the verbalizer raised an error (recorded in error_message)",
     "validation_runtime_error": "validation raised an error (recorded in error_message)",
@@ -103,6 +110,12 @@ class Settings:
     llm: Any = None
     min_category_size: int = DEFAULT_MIN_CATEGORY_SIZE
     max_candidates: int | None = None     # cap on candidates tried per intent (None: the whole pool)
+    # Hidden intent must matter (issue 15; validate.Gate): keep only load-bearing features, then accept a task
+    # only when these shares of its rubrics are load-bearing and its query alone matches this many products.
+    load_bearing_only: bool = True
+    min_hidden_load_bearing: float = 1.0
+    min_query_load_bearing: float = 0.8
+    min_query_matches: int = 5
 
     @classmethod
     def from_cfg(cls, cfg: Any) -> "Settings":
@@ -120,18 +133,38 @@ class Settings:
             # Before any work: the model config and its API key are checked, model=sim starts the simulator.
             from ecab.construct.llm_verbalizer import resolve
             llm = resolve(get("llm", None))
+        shares = {}
+        for key, default in (("min_hidden_load_bearing", 1.0), ("min_query_load_bearing", 0.8)):
+            shares[key] = float(get(key, default))
+            if not 0.0 <= shares[key] <= 1.0:
+                raise ValueError(f"construct.{key} must be within [0, 1], got {shares[key]}")
+        min_query_matches = int(get("min_query_matches", 5))
+        if min_query_matches < 0:
+            raise ValueError(f"construct.min_query_matches must be >= 0, got {min_query_matches}")
         return cls(seed=int(get("seed", 0)), n_per_intent=n, intents=intents,
                    max_matches=int(get("max_matches", 3)), workers=max(1, int(get("workers", 2))),
                    max_attempts=max(1, int(get("max_attempts", 3))), verbalizer=verbalizer, llm=llm,
                    min_category_size=int(get("min_category_size", DEFAULT_MIN_CATEGORY_SIZE)),
-                   max_candidates=None if get("max_candidates", None) is None else int(get("max_candidates")))
+                   max_candidates=None if get("max_candidates", None) is None else int(get("max_candidates")),
+                   load_bearing_only=bool(get("load_bearing_only", True)), min_query_matches=min_query_matches,
+                   **shares)
+
+    @property
+    def gate(self) -> Gate | None:
+        """The validator's validity gate (None when every gate is off)."""
+        if self.min_hidden_load_bearing <= 0 and self.min_query_load_bearing <= 0 and self.min_query_matches <= 0:
+            return None
+        return Gate(hidden_load_bearing=self.min_hidden_load_bearing, query_load_bearing=self.min_query_load_bearing,
+                    query_matches=self.min_query_matches)
 
     def fingerprint_fields(self) -> dict[str, Any]:
         """What changes the output (workers does not)."""
         fields = {"seed": self.seed, "n_per_intent": self.n_per_intent, "intents": list(self.intents),
                   "max_matches": self.max_matches, "max_attempts": self.max_attempts,
                   "verbalizer": self.verbalizer, "min_category_size": self.min_category_size,
-                  "max_candidates": self.max_candidates}
+                  "max_candidates": self.max_candidates, "load_bearing_only": self.load_bearing_only,
+                  "min_hidden_load_bearing": self.min_hidden_load_bearing,
+                  "min_query_load_bearing": self.min_query_load_bearing, "min_query_matches": self.min_query_matches}
         if self.llm is not None:     # only then: template builds keep their fingerprints
             fields["llm"] = self.llm.fingerprint_fields()
         return fields
@@ -186,8 +219,11 @@ def scan_catalog(catalog: CatalogReader, settings: Settings) -> CatalogScan:
                 if passes_static_filters(product, intent.sampling, present):
                     groups[intent.id].setdefault(category, []).append(product.product_id)
                     category_of[product.product_id] = category
+    # With load_bearing_only, products with a rich catalog neighbourhood (near-identical listings that
+    # differ in one detail) come first in their category: only they can make tasks whose requirements matter.
+    scores = neighbourhood_scores(kept) if kept is not None and settings.load_bearing_only else None
     candidates = {i: interleave_by_category(groups[i], random.Random(derive_seed("pool", settings.seed, i)),
-                                            settings.min_category_size)[:settings.max_candidates]
+                                            settings.min_category_size, priority=scores)[:settings.max_candidates]
                   for i in settings.intents}
     knowledge = (CatalogKnowledge.from_products(kept) if kept is not None else catalog_knowledge(catalog))
     return CatalogScan(candidates, knowledge, category_of, kept)
@@ -277,9 +313,11 @@ class Skip(Exception):
         self.reason, self.detail = reason, detail
 
 
-def run_stages(draft: Draft, rng: random.Random, knowledge) -> None:
+def run_stages(draft: Draft, rng: random.Random, knowledge, *, catalog: CatalogReader | None = None,
+               load_bearing_only: bool = False) -> None:
     """Stages 2-5 on a draft whose product (and reviews) are set; raises Skip when the candidate cannot
-    make a task this attempt."""
+    make a task this attempt. With `catalog` and `load_bearing_only`, only the load-bearing features are
+    kept (select.py) before the partition."""
     intent = get_intent(draft.intent)
     product = draft.product
     try:
@@ -303,6 +341,11 @@ def run_stages(draft: Draft, rng: random.Random, knowledge) -> None:
         draft.meta["opinions"] = opinions
         features = features + opinion_features(opinions)
         rng.shuffle(features)
+    if load_bearing_only and catalog is not None:
+        try:
+            features = select_load_bearing(draft, features, catalog, as_knowledge(knowledge)).features
+        except NotLoadBearing as exc:
+            raise Skip("too_few_load_bearing", str(exc)) from None
     draft.features = features
     try:
         draft.partition = partition_features(features, intent, rng, title=product.title)
@@ -454,9 +497,11 @@ def build_candidate(ctx: WorkerContext, intent_id: str, index: int, product_id: 
         draft.retry_count = attempt
         outcome["attempts"] = attempt + 1
         try:
-            run_stages(draft, rng, ctx.knowledge)
+            run_stages(draft, rng, ctx.knowledge, catalog=ctx.catalog, load_bearing_only=settings.load_bearing_only)
         except Skip as skip:
             outcome.update(reason=skip.reason, detail=skip.detail)
+            if skip.reason in FINAL_SKIPS:
+                break
             continue
         # Lock what decides correctness before any text is written; validation checks it is unchanged.
         draft.meta["rubric_lock"] = rubric_lock(draft.rubrics)
@@ -468,7 +513,7 @@ def build_candidate(ctx: WorkerContext, intent_id: str, index: int, product_id: 
             return _runtime_error(outcome, draft, "generation_runtime_error", exc)
         try:
             # The validator prefilters uniqueness candidates itself (same main_category, cached per process).
-            validate_draft(draft, ctx.catalog, max_matches=settings.max_matches)
+            validate_draft(draft, ctx.catalog, max_matches=settings.max_matches, gate=settings.gate)
         except Exception as exc:   # noqa: BLE001
             return _runtime_error(outcome, draft, "validation_runtime_error", exc)
         if draft.rejection is None:

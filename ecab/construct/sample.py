@@ -6,7 +6,9 @@ required, features or a description when required, at least `min_implicit_eligib
 fields, every `require_details_fields` key, and at least `min_reviews` reviews.
 
 Uniform over main_category: each category's eligible products are shuffled and the categories are
-interleaved round-robin, so any prefix of the candidate list spreads evenly over categories. (The
+interleaved round-robin, so any prefix of the candidate list spreads evenly over categories. When
+construction keeps only load-bearing features (issue 15), products with a rich catalog neighbourhood
+(`neighbourhood_scores`) lead their category's queue. (The
 original drew `batch // n_categories` per category per round; the interleaving gives the same spread
 and lets the pipeline walk as deep into the pool as it needs.) Categories smaller than
 `min_category_size` are dropped unless that would drop them all.
@@ -19,6 +21,7 @@ from typing import Callable, Iterable, Iterator
 from ecab.catalog.base import CatalogReader
 from ecab.construct.intents import Intent, SamplingStrategy, get_intent
 from ecab.fields import IMPLICIT_ELIGIBLE_FIELDS, lookup_detail, present_fields
+from ecab.judge.normalize import normalize, value_text
 from ecab.schema import Product
 
 DEFAULT_MIN_CATEGORY_SIZE = 10000
@@ -66,8 +69,10 @@ def _iter_products(source: CatalogReader | Iterable[Product]) -> Iterator[Produc
 
 
 def interleave_by_category(ids_by_category: dict[str, list[str]], rng: random.Random,
-                           min_category_size: int) -> list[str]:
-    """Round-robin over shuffled categories of shuffled ids (sorted first, so input order never matters)."""
+                           min_category_size: int, priority: dict[str, int] | None = None) -> list[str]:
+    """Round-robin over shuffled categories of shuffled ids (sorted first, so input order never matters).
+    With `priority` (neighbourhood_scores), a category's ids scoring at least RICH_NEIGHBOURHOOD come first,
+    each tier in its shuffled order."""
     big = {c: ids for c, ids in ids_by_category.items() if len(ids) >= min_category_size}
     groups = big or ids_by_category
     categories = sorted(groups)
@@ -76,12 +81,48 @@ def interleave_by_category(ids_by_category: dict[str, list[str]], rng: random.Ra
     for c in categories:
         ids = sorted(groups[c])
         rng.shuffle(ids)
+        if priority is not None:
+            ids.sort(key=lambda pid: priority.get(pid, 0) < RICH_NEIGHBOURHOOD)   # stable: keeps the shuffle
         queues.append(ids)
     order, depth = [], 0
     while any(depth < len(q) for q in queues):
         order.extend(q[depth] for q in queues if depth < len(q))
         depth += 1
     return order
+
+
+# A product whose catalog neighbourhood covers this many of its detail fields (or identical re-listings) can
+# make a task whose every requirement matters (construct/select.py needs 8 load-bearing features).
+RICH_NEIGHBOURHOOD = 8
+MAX_IDENTICAL_BONUS = 2
+
+
+def detail_signature(product: Product) -> tuple[tuple[str, str], ...]:
+    """(field, normalized value) of every present canonical detail field, sorted by field."""
+    present = present_detail_fields(product)
+    return tuple(sorted((f, normalize(value_text(lookup_detail(product.details, f)))) for f in present))
+
+
+def neighbourhood_scores(products: Iterable[Product]) -> dict[str, int]:
+    """Per product: how many of its detail fields some other product of its main category differs in alone
+    (every other detail value equal), plus up to MAX_IDENTICAL_BONUS for other listings equal in every
+    detail value (they can differ in price, rating, reviews or title). A cheap, exact-value look at the
+    neighbourhood that can make a task's requirements matter (the validity audit decides; this only orders
+    the candidates). From the rows alone, the same for every source."""
+    rows = [(p.product_id, p.main_category or "", detail_signature(p)) for p in products]
+    groups: dict[tuple, int] = {}
+    identical: dict[tuple, int] = {}
+    for _, category, sig in rows:
+        identical[(category, sig)] = identical.get((category, sig), 0) + 1
+        for i in range(len(sig)):
+            key = (category, sig[i][0], sig[:i] + sig[i + 1:])
+            groups[key] = groups.get(key, 0) + 1
+    scores = {}
+    for pid, category, sig in rows:
+        same = identical[(category, sig)]
+        fields = sum(1 for i in range(len(sig)) if groups[(category, sig[i][0], sig[:i] + sig[i + 1:])] > same)
+        scores[pid] = fields + min(MAX_IDENTICAL_BONUS, same - 1)
+    return scores
 
 
 def eligible_ids_by_category(source: CatalogReader | Iterable[Product], intent: Intent) -> tuple[

@@ -18,7 +18,11 @@ Checks, in order (reason codes in REJECTION_REASONS):
 8. reachability: natural questions about each slot's dimension (a table independent of the keywords),
    asked through the ask_user rule on a fresh user, reveal that slot;
 9. the target satisfies every rubric under the shared judge rules (`ecab.judge.rules.check_rubric`);
-10. uniqueness: at most `max_matches` catalog products satisfy every rubric.
+10. uniqueness: at most `max_matches` catalog products satisfy every rubric;
+11. hidden intent matters (issue 15, with a `Gate`): the validity audit (ecab/construct/validity.py, review
+    opinions included) over the target's main category finds every persona and clarification rubric
+    load-bearing (at least `Gate.hidden_load_bearing` of them), at least `Gate.query_load_bearing` of the
+    query rubrics load-bearing, and at least `Gate.query_matches` products satisfying the query's rubrics.
 
 Text matching uses the judge's normalization (`ecab.judge.normalize`) on token boundaries, with a simple
 plural allowed, for values longer than 2 characters (docs/original-harness.md §5.11). Token boundaries avoid false
@@ -29,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 from ecab.catalog.base import CatalogReader
@@ -60,6 +65,7 @@ REJECTION_GROUPS: dict[str, list[str]] = {
     "leakage": ["leak_hidden_value", "leak_implicit_value", "persona_noise"],
     "semantically invalid": ["target_fails_rubric"],
     "not unique": ["not_unique"],
+    "hidden intent does not matter": ["hidden_not_load_bearing", "query_not_load_bearing", "query_too_narrow"],
 }
 REJECTION_REASONS: dict[str, str] = {
     "rubric_changed": "verbalization changed a locked rubric (id, type, field, expected value or source)",
@@ -74,6 +80,10 @@ REJECTION_REASONS: dict[str, str] = {
     "persona_noise": "persona noise outside the safe-field whitelist",
     "target_fails_rubric": "the target product does not satisfy every rubric",
     "not_unique": "more catalog products than construct.max_matches satisfy every rubric",
+    "hidden_not_load_bearing": "a persona or clarification rubric is not load-bearing (no other product "
+                               "satisfies every other rubric and fails it; construct.min_hidden_load_bearing)",
+    "query_not_load_bearing": "too few query rubrics are load-bearing (construct.min_query_load_bearing)",
+    "query_too_narrow": "fewer products than construct.min_query_matches satisfy the query's rubrics",
 }
 REASON_GROUP: dict[str, str] = {code: group for group, codes in REJECTION_GROUPS.items() for code in codes}
 assert set(REASON_GROUP) == set(REJECTION_REASONS)
@@ -436,16 +446,68 @@ _CHEAP_CHECKS = (check_lock, check_entity, check_query_alignment, check_implicit
                  check_persona, check_clarification, check_reachability)
 
 
+@dataclass(frozen=True)
+class Gate:
+    """How much the hidden intent must matter (construct.min_* keys; docs/architecture.md §4)."""
+
+    hidden_load_bearing: float = 1.0    # share of persona + clarification rubrics that must be load-bearing
+    query_load_bearing: float = 0.8     # share of query rubrics that must be load-bearing
+    query_matches: int = 5              # products (the target included) satisfying the query's rubrics
+
+
+def check_validity(draft: Draft, catalog: CatalogReader, gate: Gate, review_checker=None) -> list[Issue]:
+    """The validity audit of the draft's rubrics (review opinions included) against the gate."""
+    from ecab.construct.select import construction_memo
+    from ecab.construct.validity import audit_products, category_products
+
+    entity = draft.entity.canonical_entity if draft.entity else None
+    products = category_products(catalog, draft.product, entity)
+    audit = audit_products(draft.rubrics, draft.product, products, voucher=draft.voucher,
+                           reviews_of=lambda pid: _reviews_for(draft, catalog, pid), review_checker=review_checker,
+                           include_reviews=True, memo=construction_memo(catalog), task_id=draft.sample_id,
+                           intent=draft.intent)
+    draft.meta["audit"] = audit
+    issues: list[Issue] = []
+    hidden = [r for r in audit.rubrics if r.info_source in ("persona", "clarification")]
+    idle = [r for r in hidden if not r.load_bearing]
+    if hidden and (len(hidden) - len(idle)) / len(hidden) < gate.hidden_load_bearing:
+        issues.append(("hidden_not_load_bearing",
+                       "validity: " + ", ".join(f"{r.id} ({r.info_source}, {r.field})" for r in idle)
+                       + " not load-bearing: no other product satisfies every other rubric and fails it"))
+    query = [r for r in audit.rubrics if r.info_source == "query"]
+    bearing = sum(1 for r in query if r.load_bearing)
+    if query and bearing / len(query) < gate.query_load_bearing:
+        idle_q = [f"{r.id} ({r.type}, {r.field})" for r in query if not r.load_bearing]
+        issues.append(("query_not_load_bearing",
+                       f"validity: {bearing} of {len(query)} query rubrics load-bearing (need "
+                       f"{gate.query_load_bearing:.0%}); not: {', '.join(idle_q)}"))
+    if audit.match_query < gate.query_matches:
+        issues.append(("query_too_narrow", f"validity: {audit.match_query} products satisfy the query's rubrics "
+                                           f"(need {gate.query_matches})"))
+    return issues
+
+
 def validate_draft(draft: Draft, catalog: CatalogReader | None, *, max_matches: int, review_checker=None,
-                   candidate_ids: list[str] | None = None) -> None:
+                   candidate_ids: list[str] | None = None, gate: Gate | None = None) -> None:
     """Run every check; set draft.validation_issues, draft.rejection (first failing reason) and
-    draft.match_count. The uniqueness scan runs only when everything else passed (it is the costly one)."""
+    draft.match_count. The uniqueness scan runs only when everything else passed (it is the costly one),
+    and the validity audit (with a `gate`) only on a unique draft."""
     found: list[Issue] = []
     for check in _CHEAP_CHECKS:
         found.extend(check(draft))
     found.extend(check_target(draft, catalog, review_checker))
     draft.match_count = None
-    if not found and catalog is not None:
+    if not found and catalog is not None and gate is not None and candidate_ids is None:
+        # The validity audit counts the products satisfying every rubric over the same products with the
+        # same judge (count_matches), so it stands in for the uniqueness scan.
+        issues = check_validity(draft, catalog, gate, review_checker)
+        count = draft.match_count = draft.meta["audit"].match_all
+        if count > max_matches:
+            found.append(("not_unique", f"uniqueness: {count} catalog products satisfy every rubric "
+                                        f"(max {max_matches})"))
+        else:
+            found.extend(issues)
+    elif not found and catalog is not None:
         count, ids = count_matches(draft, catalog, review_checker=review_checker, candidate_ids=candidate_ids)
         draft.match_count = count
         draft.meta["matching_ids"] = ids[:20]

@@ -1,0 +1,161 @@
+"""Construction accepts only tasks whose hidden intent matters (issue 15, item 2): the feature selection
+(construct/select.py), the validator's gate (validate.check_validity), the new rejection reasons, the
+sampler's neighbourhood order and the construct.min_* knobs."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from ecab.config import ConfigError, check_number
+from ecab.construct import validate as v
+from ecab.construct.draft import Draft, Feature
+from ecab.construct.pipeline import REJECTIONS_TABLE, Settings, construct
+from ecab.construct.sample import RICH_NEIGHBOURHOOD, interleave_by_category, neighbourhood_scores
+from ecab.construct.select import NotLoadBearing, select_load_bearing
+from ecab.construct.validity import audit_products, audit_tasks
+from ecab.schema import Product, Rubric
+
+
+class MemoryCatalog:
+    """Just what selection and the gate read: rows, reviews (none here), a fingerprint."""
+
+    def __init__(self, products: list[Product], name: str):
+        self.products, self.fingerprint = products, f"gate-test-{name}"
+
+    def count(self) -> int:
+        return len(self.products)
+
+    def iter_products(self, batch_size: int = 1024):
+        yield self.products
+
+    def get_reviews(self, product_id: str, limit: int = 20):
+        return []
+
+
+def _product(pid: str, **details) -> Product:
+    base = {"Brand": "Kelvo", "Color": "Black", "Material": "Steel", "Style": "Modern", "Finish Type": "Matte"}
+    return Product(product_id=pid, title="Kelvo Desk Lamp, LED", main_category="Home", store="Kelvo",
+                   average_rating=4.6, rating_number=150, price=30.0, details={**base, **details})
+
+
+def _features(*keys: str) -> list[Feature]:
+    target = _product("T")
+    return [Feature(field=f"details.{k}", value=target.details[k], type="attribute_match",
+                    expected_value=target.details[k]) for k in keys]
+
+
+CATALOG = MemoryCatalog([
+    _product("T"),
+    _product("RED", Color="Red"),                          # witness for Color
+    _product("WOOD", Material="Wood"),                     # witness for Material
+    _product("CLASSIC-B", Style="Classic", Brand="Orbo"),  # fails Style and Brand only
+    _product("GLOSS-RED", **{"Finish Type": "Glossy", "Color": "Red"}),   # fails two: witnesses nothing
+    Product(product_id="FAN", title="Kelvo Desk Fan", main_category="Home", details={"Brand": "Kelvo"}),
+], "select")
+
+
+def test_selection_keeps_the_load_bearing_features_and_the_match_set():
+    draft = Draft(sample_id="s", intent="product_search", product=_product("T"))
+    picked = select_load_bearing(draft, _features("Color", "Material", "Style", "Brand", "Finish Type"), CATALOG,
+                                 None, min_features=3)
+    kept = [f.detail_key for f in picked.features]
+    # Finish Type never had a witness; Style and Brand had none either, but dropping both would make
+    # CLASSIC-B satisfy every rubric: one goes (the later, Brand), then Style has its witness.
+    assert kept == ["Color", "Material", "Style"] and picked.dropped == ["details.Finish Type", "details.Brand"]
+    audit = audit_products([Rubric(id=f"r{i}", type="attribute_match", field=f.field, expected_value=f.value)
+                            for i, f in enumerate(picked.features)], draft.product, CATALOG.products)
+    assert all(r.load_bearing for r in audit.rubrics) and audit.match_all == 1
+
+
+def test_selection_refuses_too_few_or_a_required_feature_without_witness():
+    draft = Draft(sample_id="s", intent="product_search", product=_product("T"))
+    with pytest.raises(NotLoadBearing, match="only 2 load-bearing"):
+        select_load_bearing(draft, _features("Color", "Material", "Finish Type"), CATALOG, None, min_features=3)
+    rating = Feature(field="average_rating", value=4.5, type="numeric_range", expected_value={"min": 4.5})
+    draft = Draft(sample_id="s", intent="rating_quality", product=_product("T"))
+    with pytest.raises(NotLoadBearing, match="average_rating required by rating_quality"):
+        select_load_bearing(draft, _features("Color", "Material") + [rating], CATALOG, None, min_features=2)
+
+
+def _gated_draft(hidden: list[str], query: list[str]) -> Draft:
+    draft = Draft(sample_id="g", intent="product_search", product=_product("T"))
+    feats = {f.detail_key: f for f in _features("Color", "Material", "Style", "Finish Type")}
+    rubrics = [Rubric(id=f"q{i}", type="attribute_match", field=feats[k].field, expected_value=feats[k].value,
+                      info_source="query") for i, k in enumerate(query)]
+    rubrics += [Rubric(id=f"p{i}", type="attribute_match", field=feats[k].field, expected_value=feats[k].value,
+                       info_source="persona") for i, k in enumerate(hidden)]
+    draft.rubrics = rubrics
+    return draft
+
+
+def test_gate_reasons_name_what_does_not_matter():
+    gate = v.Gate(hidden_load_bearing=1.0, query_load_bearing=0.8, query_matches=2)
+    ok = v.check_validity(_gated_draft(hidden=["Color"], query=["Material"]), CATALOG, gate)
+    assert ok == []
+    issues = v.check_validity(_gated_draft(hidden=["Color", "Finish Type"], query=["Material"]), CATALOG, gate)
+    assert [code for code, _ in issues] == ["hidden_not_load_bearing"] and "Finish Type" in issues[0][1]
+    issues = v.check_validity(_gated_draft(hidden=["Color"], query=["Material", "Finish Type"]), CATALOG, gate)
+    assert [code for code, _ in issues] == ["query_not_load_bearing"]
+    narrow = v.Gate(hidden_load_bearing=1.0, query_load_bearing=0.8, query_matches=5)
+    issues = v.check_validity(_gated_draft(hidden=["Color"], query=["Material"]), CATALOG, narrow)
+    assert [code for code, _ in issues] == ["query_too_narrow"]      # 4 steel lamps match the query: 4 < 5
+    for code in ("hidden_not_load_bearing", "query_not_load_bearing", "query_too_narrow"):
+        assert code in v.REJECTION_REASONS and v.REASON_GROUP[code] == "hidden intent does not matter"
+
+
+def test_neighbourhood_scores_put_rich_neighbourhoods_first():
+    products = CATALOG.products
+    scores = neighbourhood_scores(products)
+    # T differs alone in Color (RED) and Material (WOOD); RED from T in Color and from GLOSS-RED in Finish
+    # Type; FAN shares nothing.
+    assert scores["T"] == 2 and scores["RED"] == 2 and scores["FAN"] == 0
+    rich = {p.product_id: (RICH_NEIGHBOURHOOD if p.product_id == "WOOD" else 0) for p in products}
+    order = interleave_by_category({"Home": [p.product_id for p in products]}, random.Random(0), 1, priority=rich)
+    assert order[0] == "WOOD"
+    assert sorted(order) == sorted(p.product_id for p in products)
+
+
+def test_knobs_are_checked():
+    with pytest.raises(ValueError, match="min_query_load_bearing"):
+        Settings.from_cfg({"construct": {"min_query_load_bearing": 1.5}})
+    with pytest.raises(ValueError, match="min_query_matches"):
+        Settings.from_cfg({"construct": {"min_query_matches": -1}})
+    with pytest.raises(ConfigError, match="construct.min_hidden_load_bearing"):
+        check_number("construct.min_hidden_load_bearing", 2, "rate", 0, True, False)
+    off = Settings.from_cfg({"construct": {"min_hidden_load_bearing": 0, "min_query_load_bearing": 0,
+                                           "min_query_matches": 0}})
+    assert off.gate is None
+    assert Settings.from_cfg({}).gate == v.Gate(1.0, 0.8, 5)
+    assert "min_query_matches" in Settings().fingerprint_fields()
+
+
+def _cfg(**kw):
+    base = {"seed": 0, "n_per_intent": 2, "intents": ["product_search", "feature_combination"], "max_matches": 3,
+            "workers": 1, "max_attempts": 2, "max_candidates": 25}
+    return {"construct": {**base, **kw}}
+
+
+def test_every_accepted_task_meets_the_gate_on_an_independent_audit(small_catalog, tmp_path):
+    result = construct(_cfg(), small_catalog, out_dir=tmp_path / "b", progress=False)
+    assert len(result.tasks) == 4
+    report = audit_tasks(result.tasks, small_catalog, include_reviews=True)
+    for row in report.tasks:
+        hidden = [r for r in row.rubrics if r.info_source in ("persona", "clarification")]
+        query = [r for r in row.rubrics if r.info_source == "query"]
+        assert hidden and all(r.load_bearing for r in hidden), row.task_id
+        assert sum(r.load_bearing for r in query) >= 0.8 * len(query), row.task_id
+        assert row.match_query >= 5 and not row.query_singles_out and row.match_all <= 3
+
+
+def test_new_rejection_reasons_reach_the_rejection_table(small_catalog, tmp_path):
+    # Without the selection stage, hidden rubrics with no witness reach the validator and are refused.
+    result = construct(_cfg(load_bearing_only=False, max_candidates=6), small_catalog, out_dir=tmp_path / "a",
+                       progress=False)
+    assert result.rejection_counts["hidden_not_load_bearing"] > 0
+    table = (tmp_path / "a" / REJECTIONS_TABLE).read_text()
+    assert "| hidden_not_load_bearing | a persona or clarification rubric is not load-bearing" in table
+    result = construct(_cfg(min_query_matches=10_000, max_candidates=6), small_catalog, out_dir=tmp_path / "b",
+                       progress=False)
+    assert result.tasks == [] and result.rejection_counts["query_too_narrow"] > 0
+    assert "| query_too_narrow |" in (tmp_path / "b" / REJECTIONS_TABLE).read_text()
