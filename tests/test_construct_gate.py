@@ -72,10 +72,14 @@ def test_selection_refuses_too_few_or_a_required_feature_without_witness():
     draft = Draft(sample_id="s", intent="product_search", product=_product("T"))
     with pytest.raises(NotLoadBearing, match="only 2 load-bearing"):
         select_load_bearing(draft, _features("Color", "Material", "Finish Type"), CATALOG, None, min_features=3)
+    # rating_quality keeps its rating floor without a witness (it goes to the query, which the validator
+    # judges as a whole) but does not count it as load-bearing.
     rating = Feature(field="average_rating", value=4.5, type="numeric_range", expected_value={"min": 4.5})
     draft = Draft(sample_id="s", intent="rating_quality", product=_product("T"))
-    with pytest.raises(NotLoadBearing, match="average_rating required by rating_quality"):
-        select_load_bearing(draft, _features("Color", "Material") + [rating], CATALOG, None, min_features=2)
+    with pytest.raises(NotLoadBearing, match="average_rating required by rating_quality but not load-bearing"):
+        select_load_bearing(draft, _features("Color", "Material") + [rating], CATALOG, None, min_features=3)
+    picked = select_load_bearing(draft, _features("Color", "Material") + [rating], CATALOG, None, min_features=2)
+    assert [f.field for f in picked.features][-1] == "average_rating" and picked.idle_query == 1
 
 
 def _gated_draft(hidden: list[str], query: list[str]) -> Draft:

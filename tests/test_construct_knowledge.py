@@ -123,3 +123,18 @@ def test_entity_phrase_needs_two_brands_else_title_heuristic():
     assert knowledge.phrase_brands["C"].get("phone case") == 2
     assert choose_entity(rows[1], knowledge).title_span == "Phone Case"
     assert choose_entity(rows[3], knowledge).query_surface == "slim wallet"     # no shared phrase: heuristic
+
+
+def test_entity_spans_are_whole_words_of_the_title():
+    """A phrase never ends inside a word ("IPX" of "IPX7"): the validator finds the span on token bounds."""
+    from ecab.judge.normalize import contains_phrase, normalize
+    from ecab.schema import Product
+
+    rows = [Product(product_id=f"E{i}", title=f"{brand} Noise Cancelling Green Ear Hook IPX7 Waterproof",
+                    main_category="C", details={"Brand": brand, "Color": "Green"})
+            for i, brand in enumerate(["Gido", "Kelva", "Orbo"])]
+    knowledge = CatalogKnowledge.from_products(rows)
+    for row in rows:
+        entity = choose_entity(row, knowledge)
+        assert "ipx" not in entity.query_surface.split()
+        assert contains_phrase(normalize(row.title), normalize(entity.title_span)), entity

@@ -34,7 +34,7 @@ from ecab.schema import Product
 # noun before the "for ...", "with ...", ", Black" tail).
 TITLE_CUT = re.compile(r"\s(?:-|–|—|\||for|with|by|in|compatible)\s|[,(\[:;]", re.IGNORECASE)
 BRACKETED = re.compile(r"\[[^\]]*\]|\([^)]*\)|\{[^}]*\}")
-WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")
+WORD = re.compile(r"(?<![A-Za-z0-9])[A-Za-z][A-Za-z'\-]*(?![A-Za-z0-9])")   # whole words: not "IPX" of "IPX7"
 FILLER_WORDS = frozenset({
     "pack", "pcs", "pieces", "piece", "set", "of", "and", "new", "the", "a", "an", "count", "lot", "pc",
     "premium", "upgraded", "version", "fl", "oz", "ml", "inch", "inches", "in", "ft", "feet", "cm", "mm", "lb",

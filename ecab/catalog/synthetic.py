@@ -1495,9 +1495,9 @@ def _join_options(rng: random.Random, pool: tuple[str, ...], separator: str) -> 
     return separator.join(rng.sample(atomic, min(len(atomic), rng.choice((2, 2, 3)))))
 
 
-def _choose_keys(rng: random.Random, ptype: ProductType) -> list[str]:
+def _choose_keys(rng: random.Random, ptype: ProductType, optional_share: float = 0.6) -> list[str]:
     keys = ["Brand", *ptype.core]
-    keys += [k for k in ptype.optional if rng.random() < 0.6]
+    keys += [k for k in ptype.optional if rng.random() < optional_share]
     return keys
 
 
@@ -1715,7 +1715,6 @@ def _line_members(seed: int, rng: random.Random, ptype: ProductType, keys: list[
     specs = [k for k in keys if k not in ("Brand", primary) and k != spoiled and base.get(k)
              and _alternatives(ptype, k, base[k])]
     rng.shuffle(specs)
-    specs = specs[:max(4, len(specs) - rng.choice((0, 0, 1)))]
     for key in specs:
         members.append(_Member("leaf", {**anchor_values, key: rng.choice(_alternatives(ptype, key, base[key]))},
                                store, manufacturer, key=key))
@@ -1726,7 +1725,7 @@ def _line_members(seed: int, rng: random.Random, ptype: ProductType, keys: list[
     price, average, count = anchor_numbers
     feasible = {"rating": _half_star_floor(average) > 1.0, "count": _count_bucket(count) is not None,
                 "price": price is not None}
-    pair = rng.choices((("rating", "count"), ("rating", "price"), ("count", "price")), (0.5, 0.25, 0.25))[0]
+    pair = rng.choices((("rating", "count"), ("rating", "price"), ("count", "price")), (0.6, 0.2, 0.2))[0]
     aspects = [a for a in pair if feasible[a]] + (["title"] if rng.random() < 0.5 else [])
     for aspect in aspects:
         seller = rng.choice(_RESELLERS) if rng.random() < 0.7 else f"{brand} Outlet"
@@ -1749,7 +1748,7 @@ def _make_family(seed: int, index: int) -> _Family:
     store = _store_for(seed, brand) if rng.random() < 0.85 else rng.choice(_RESELLERS)
     main_category = rng.choices([c for c, _ in ptype.main_categories],
                                 [w for _, w in ptype.main_categories])[0]
-    keys = _choose_keys(rng, ptype)
+    keys = _choose_keys(rng, ptype, 0.8 if line else 0.6)   # a line's listings spell out more specs
     secondaries = [k for k in ptype.variants[1:] if k in keys]
     secondary = rng.choice(secondaries) if secondaries and rng.random() < 0.5 and not line else None
     variant_keys = {primary} | ({secondary} if secondary else set())
@@ -1860,6 +1859,15 @@ def _count_bucket(count: int) -> int | None:
     return below[-1] if below else None
 
 
+def _price_bracket_low(price: float) -> float:
+    """The largest price bucket at or below `price` (0 below the first): prices from there up to `price`
+    share its price cap."""
+    below = [b for b in PRICE_BUCKETS if b <= price]
+    if price >= PRICE_BUCKETS[-1]:
+        return float(math.floor(price / 50) * 50)
+    return float(below[-1]) if below else 0.0
+
+
 def _price_bracket_top(price: float) -> float:
     """The smallest price bucket strictly above `price` (the next multiple of 50 past the last bucket)."""
     for bucket in PRICE_BUCKETS:
@@ -1869,17 +1877,26 @@ def _price_bracket_top(price: float) -> float:
 
 
 def _line_numbers(family: _Family, member: _Member, rng: random.Random) -> tuple[float | None, float, int]:
-    """(price, average rating, rating count) of a line member: its own, within the anchor's brackets
-    (never dearer, rated in the same half star or better, counted in the same bucket or more), except a
-    dup's one `aspect`, which lands outside them (dearer than the next price bucket, rated below the
-    anchor's half star, fewer ratings than its bucket)."""
+    """(price, average rating, rating count) of a line member: its own, within the anchor's brackets (the
+    same price bucket and never dearer, the same half star, the same rating-count bucket), so a requirement
+    drawn from any of them holds for the others; except a dup's one `aspect`, which lands outside them
+    (dearer than the next price bucket, rated below the half star, fewer ratings than the bucket)."""
     price, average, count = family.anchor_numbers
     if member.kind == "anchor":
         return price, average, count
     floor, bucket = _half_star_floor(average), _count_bucket(count)
-    new_price = None if price is None else min(price, _round_price(price * rng.uniform(0.8, 1.0), family.price_ending))
-    new_average = round(rng.uniform(floor, min(5.0, max(floor, average) + 0.3)), 1)
-    new_count = max(bucket or 1, int(count * rng.uniform(0.7, 1.6)))
+    new_price = price
+    if price is not None:
+        low = _price_bracket_low(price)
+        new_price = _round_price(rng.uniform(max(low, 0.8 * price), price), family.price_ending)
+        if not low <= new_price <= price:
+            new_price = price
+    new_average = round(rng.uniform(floor, min(5.0, floor + 0.4)), 1)
+    if bucket is None:
+        new_count = rng.randint(1, RATING_NUMBER_BUCKETS[0] - 1)
+    else:
+        above = [b for b in RATING_NUMBER_BUCKETS if b > bucket]
+        new_count = rng.randint(bucket, (above[0] - 1) if above else max(bucket, int(count * 1.6)))
     if member.aspect == "price" and price is not None:
         top = _price_bracket_top(price)
         new_price = max(_round_price(top * rng.uniform(1.08, 1.45), family.price_ending), round(top + 1, 2))
@@ -2045,7 +2062,7 @@ def _opinion_profile(family: _Family, member: int, rng: random.Random) -> tuple[
     pos, neg = family.pos_order, family.neg_order
     if family.anchor is not None:
         # One product line, one product: its listings' buyers say the same things, each listing adding one
-        # remark of its own; a re-listing's buyers mention only part of them.
+        # remark of its own; the buyers of a re-listing that differs in a number mention only half of them.
         start = 2 * family.anchor
         anchor_pos = [pos[(start + t) % len(pos)] for t in range(4)]
         anchor_neg = [neg[(start + t) % len(neg)] for t in range(3)]
@@ -2056,7 +2073,7 @@ def _opinion_profile(family: _Family, member: int, rng: random.Random) -> tuple[
         if spec.kind == "dup" and spec.aspect != "title":
             # The re-listings that differ in a number hear complementary halves of the line's opinions.
             half = sum(1 for m in family.members[:member] if m.kind == "dup" and m.aspect != "title") % 2
-            return anchor_pos[half::2] + [own], rng.sample(anchor_neg, 2)
+            return anchor_pos[half::2], rng.sample(anchor_neg, 2)
         return anchor_pos + ([own] if own not in anchor_pos else []), anchor_neg
     mine_pos = [pos[(2 * member + t) % len(pos)] for t in range(4)]
     mine_neg = [neg[(2 * member + t) % len(neg)] for t in range(3)]

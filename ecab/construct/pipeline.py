@@ -314,10 +314,11 @@ class Skip(Exception):
 
 
 def run_stages(draft: Draft, rng: random.Random, knowledge, *, catalog: CatalogReader | None = None,
-               load_bearing_only: bool = False) -> None:
+               load_bearing_only: bool = False, min_query_load_bearing: float = 0.0) -> None:
     """Stages 2-5 on a draft whose product (and reviews) are set; raises Skip when the candidate cannot
     make a task this attempt. With `catalog` and `load_bearing_only`, only the load-bearing features are
-    kept (select.py) before the partition."""
+    kept (select.py) before the partition, and a draft whose query could not reach
+    `min_query_load_bearing` load-bearing rubrics (counting the entity as one) is not written."""
     intent = get_intent(draft.intent)
     product = draft.product
     try:
@@ -341,16 +342,23 @@ def run_stages(draft: Draft, rng: random.Random, knowledge, *, catalog: CatalogR
         draft.meta["opinions"] = opinions
         features = features + opinion_features(opinions)
         rng.shuffle(features)
+    selection = None
     if load_bearing_only and catalog is not None:
         try:
-            features = select_load_bearing(draft, features, catalog, as_knowledge(knowledge)).features
+            selection = select_load_bearing(draft, features, catalog, as_knowledge(knowledge))
         except NotLoadBearing as exc:
             raise Skip("too_few_load_bearing", str(exc)) from None
+        features = selection.features
     draft.features = features
     try:
         draft.partition = partition_features(features, intent, rng, title=product.title)
     except PartitionError as exc:
         raise Skip("partition_failed", str(exc)) from None
+    if selection is not None and selection.idle_query:
+        query = len(draft.partition["query"]) + (draft.voucher is not None) + 1     # + budget, + entity
+        if (query - selection.idle_query) / query < min_query_load_bearing:
+            raise Skip("too_few_load_bearing", f"query: at most {query - selection.idle_query} of {query} "
+                                               "rubrics can be load-bearing")
     build_rubrics(draft, rng, as_knowledge(knowledge))
 
 
@@ -497,7 +505,8 @@ def build_candidate(ctx: WorkerContext, intent_id: str, index: int, product_id: 
         draft.retry_count = attempt
         outcome["attempts"] = attempt + 1
         try:
-            run_stages(draft, rng, ctx.knowledge, catalog=ctx.catalog, load_bearing_only=settings.load_bearing_only)
+            run_stages(draft, rng, ctx.knowledge, catalog=ctx.catalog, load_bearing_only=settings.load_bearing_only,
+                       min_query_load_bearing=settings.min_query_load_bearing)
         except Skip as skip:
             outcome.update(reason=skip.reason, detail=skip.detail)
             if skip.reason in FINAL_SKIPS:

@@ -56,7 +56,7 @@ REVIEW_HINT = ("Mention that you want a product with reviews mentioning '{v}'. F
                "want to find, not as reviews the user has already read.")
 
 # The title heuristic for the entity phrase when the catalog's title statistics know no phrase of the title.
-_WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")
+_WORD = re.compile(r"(?<![A-Za-z0-9])[A-Za-z][A-Za-z'\-]*(?![A-Za-z0-9])")   # whole words only
 _FILLER_WORDS = {"pack", "pcs", "pieces", "piece", "set", "of", "and", "new", "the", "a", "an", "count", "lot",
                  "pc", "premium", "upgraded", "version"}
 

@@ -7,8 +7,8 @@ fields, every `require_details_fields` key, and at least `min_reviews` reviews.
 
 Uniform over main_category: each category's eligible products are shuffled and the categories are
 interleaved round-robin, so any prefix of the candidate list spreads evenly over categories. When
-construction keeps only load-bearing features (issue 15), products with a rich catalog neighbourhood
-(`neighbourhood_scores`) lead their category's queue. (The
+construction keeps only load-bearing features (issue 15), the products with a rich catalog neighbourhood
+(`neighbourhood_scores`) come first, still spread evenly over the categories while they last. (The
 original drew `batch // n_categories` per category per round; the interleaving gives the same spread
 and lets the pipeline walk as deep into the pool as it needs.) Categories smaller than
 `min_category_size` are dropped unless that would drop them all.
@@ -71,8 +71,8 @@ def _iter_products(source: CatalogReader | Iterable[Product]) -> Iterator[Produc
 def interleave_by_category(ids_by_category: dict[str, list[str]], rng: random.Random,
                            min_category_size: int, priority: dict[str, int] | None = None) -> list[str]:
     """Round-robin over shuffled categories of shuffled ids (sorted first, so input order never matters).
-    With `priority` (neighbourhood_scores), a category's ids scoring at least RICH_NEIGHBOURHOOD come first,
-    each tier in its shuffled order."""
+    With `priority` (neighbourhood_scores), the ids scoring at least RICH_NEIGHBOURHOOD come first, round-robin
+    over the categories, then the others, round-robin too (each in its shuffled order)."""
     big = {c: ids for c, ids in ids_by_category.items() if len(ids) >= min_category_size}
     groups = big or ids_by_category
     categories = sorted(groups)
@@ -81,9 +81,15 @@ def interleave_by_category(ids_by_category: dict[str, list[str]], rng: random.Ra
     for c in categories:
         ids = sorted(groups[c])
         rng.shuffle(ids)
-        if priority is not None:
-            ids.sort(key=lambda pid: priority.get(pid, 0) < RICH_NEIGHBOURHOOD)   # stable: keeps the shuffle
         queues.append(ids)
+    if priority is None:
+        return _round_robin(queues)
+    rich = [[pid for pid in q if priority.get(pid, 0) >= RICH_NEIGHBOURHOOD] for q in queues]
+    rest = [[pid for pid in q if priority.get(pid, 0) < RICH_NEIGHBOURHOOD] for q in queues]
+    return _round_robin(rich) + _round_robin(rest)
+
+
+def _round_robin(queues: list[list[str]]) -> list[str]:
     order, depth = [], 0
     while any(depth < len(q) for q in queues):
         order.extend(q[depth] for q in queues if depth < len(q))

@@ -9,12 +9,16 @@ again after each drop (verdicts are memoised, so a re-audit is cheap): a dropped
 product starts to satisfy every rubric (the task stays exactly as unique), and other features can only gain
 witnesses.
 
-The intent's own features stay: review opinions (review_driven), the rating and rating-count floors
-(rating_quality) and at least one negative (negative_constraint); if one of those is not load-bearing the
-candidate is skipped, as it is when fewer than `min_features` features are left. Review opinions are judged
+The intent's own features stay, load-bearing or not: review opinions (review_driven) and the rating and
+rating-count floors (rating_quality); they go to the query, whose share of load-bearing rubrics the validator
+checks. The candidate is skipped when fewer than `min_features` features are left that bear or are review
+opinions (the partition counts opinions as features too), or, for negative_constraint, no load-bearing
+negative. Review opinions are judged
 here by the review judge's lexical check alone (a review sentence contains the opinion): a product it
 passes truly passes, so a witness found here is one; embedding every neighbour's reviews for each candidate
-would cost too much. The validator's final audit judges them fully (validate.check_validity).
+would cost too much. The validator's final audit judges them fully (validate.check_validity). A review
+opinion or budget rubric without a witness here has none there either (the full judge only passes more
+products), which `Selection.idle_query` counts so that a query bound to fail the gate is not written.
 
 The same rule for every catalog source: it reads products through the catalog interface only.
 """
@@ -91,6 +95,8 @@ class Selection:
     features: list[Feature]
     dropped: list[str]           # fields of the dropped features, in drop order
     audits: int                  # audits run (1 + drops)
+    idle_query: int = 0          # kept review opinions and the budget rubric without a witness here: the
+                                 # validator's audit cannot find one either (the entity is not judged here)
 
 
 def _protected(feature: Feature, intent: str) -> bool:
@@ -171,14 +177,19 @@ def select_load_bearing(draft: Draft, features: list[Feature], catalog, knowledg
         dropped.append(kept[drop].field)
         del kept[drop]
         audit = run(kept)
-    stuck = [kept[i].field for i, row in enumerate(audit.rubrics[:len(kept)])
-             if row.load_bearing is False and kept[i].type != "review_opinion"]
-    if stuck:
-        raise NotLoadBearing(f"{', '.join(stuck)} required by {intent} but not load-bearing")
     if intent == "negative_constraint" and not any(f.negative for f in kept):
         raise NotLoadBearing("no negative constraint is load-bearing")
+    # Review opinions count as features, as in the partition's minimums, whether or not they bear.
     plain = [f for f in kept if f.type != "review_opinion"]
-    if len(plain) < min_features:
-        raise NotLoadBearing(f"only {len(plain)} load-bearing features (need {min_features}); "
-                             f"dropped {', '.join(dropped) or 'none'}")
-    return Selection(kept, dropped, audits)
+    idle = [f.field for f in plain if not _bearing(audit, kept, f)]
+    if len(kept) - len(idle) < min_features:
+        raise NotLoadBearing(f"only {len(kept) - len(idle)} load-bearing features (need {min_features}); "
+                             f"dropped {', '.join(dropped) or 'none'}"
+                             + (f"; {', '.join(idle)} required by {intent} but not load-bearing" if idle else ""))
+    # Whatever is kept without a witness (the intent's own features, the budget) goes to the query.
+    idle_query = sum(1 for row in audit.rubrics if row.load_bearing is False and row.type != "entity_match")
+    return Selection(kept, dropped, audits, idle_query)
+
+
+def _bearing(audit, kept: list[Feature], feature: Feature) -> bool:
+    return audit.rubrics[kept.index(feature)].load_bearing is not False
