@@ -61,15 +61,19 @@ def _source(cfg: Any) -> str:
     return source
 
 
-def _positive_int(cfg: Any, key: str, default: int) -> int:
+def _int_at_least(cfg: Any, key: str, default: int, minimum: int) -> int:
     value = _get(cfg, key, default)
     try:
         number = int(value)
     except (TypeError, ValueError):
         raise CatalogConfigError(f"catalog.{key}: expected an integer, got {value!r}") from None
-    if number < 1:
-        raise CatalogConfigError(f"catalog.{key}: must be >= 1, got {number}")
+    if number < minimum:
+        raise CatalogConfigError(f"catalog.{key}: must be >= {minimum}, got {number}")
     return number
+
+
+def _positive_int(cfg: Any, key: str, default: int) -> int:
+    return _int_at_least(cfg, key, default, 1)
 
 
 def _files_signature(paths: list[Path]) -> list[list]:
@@ -137,17 +141,7 @@ def fingerprint_inputs(cfg: Any) -> dict[str, Any]:
 
 def _siblings(cfg: Any) -> tuple[int, int]:
     """catalog=targets: (hard-negative siblings per rubric, query-only siblings per task); 0 turns them off."""
-    out = []
-    for key in ("siblings", "query_only_siblings"):
-        value = _get(cfg, key, 3)
-        try:
-            number = int(value)
-        except (TypeError, ValueError):
-            raise CatalogConfigError(f"catalog.{key}: expected an integer, got {value!r}") from None
-        if number < 0:
-            raise CatalogConfigError(f"catalog.{key}: must be >= 0, got {number}")
-        out.append(number)
-    return out[0], out[1]
+    return _int_at_least(cfg, "siblings", 3, 0), _int_at_least(cfg, "query_only_siblings", 3, 0)
 
 
 def catalog_fingerprint(cfg: Any) -> str:

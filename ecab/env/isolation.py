@@ -174,8 +174,10 @@ def seccomp_fd(program: bytes) -> int:
 
 # --- the command line ---------------------------------------------------------------------------------------
 
-def worker_files() -> list[tuple[str, str]]:
-    """The worker's source and, when the host has compiled it, its .pyc (saves compiling it in every sandbox)."""
+@functools.lru_cache(maxsize=1)
+def worker_files() -> tuple[tuple[str, str], ...]:
+    """The worker's source and, when the host has compiled it, its .pyc (saves compiling it in every sandbox);
+    found once per process, not at every sandbox start."""
     import importlib.util
 
     source = os.path.abspath(sandbox_worker.__file__)
@@ -183,7 +185,7 @@ def worker_files() -> list[tuple[str, str]]:
     compiled = importlib.util.cache_from_source(source)
     if os.path.exists(compiled):
         files.append((compiled, f"{WORKER_DIR_INSIDE}/__pycache__/{os.path.basename(compiled)}"))
-    return files
+    return tuple(files)
 
 
 def ancestors(path: str) -> list[str]:

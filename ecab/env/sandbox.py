@@ -218,9 +218,12 @@ def _describe_death(returncode: int | None, timed_out: bool, limits: SandboxLimi
     if timed_out:
         return SandboxResult(False, error=f"TimeoutError: execution exceeded {limits.wall_seconds} s wall-clock "
                                           "limit", kind="timeout")
-    # bwrap exits with the worker's status, 128 + N for a worker killed by signal N.
-    sig = returncode - 128 if returncode is not None and returncode > 128 else (
-        -returncode if returncode is not None and returncode < 0 else None)
+    # bwrap exits with the worker's status, 128 + N for a worker killed by signal N (-N if bwrap itself was).
+    sig = None
+    if returncode is not None and returncode > 128:
+        sig = returncode - 128
+    elif returncode is not None and returncode < 0:
+        sig = -returncode
     if sig == signal.SIGXCPU:
         return SandboxResult(False, error=f"TimeoutError: execution exceeded {limits.cpu_seconds} s CPU limit",
                              kind="cpu_limit")
@@ -452,10 +455,8 @@ class Sandbox:
 
     def _check(self) -> SandboxStatus:
         try:
-            isolation.bwrap_path()
-            isolation.probe_runtime()
             _, seccomp_line = isolation.seccomp_program()
-            jail = self._start_jail()
+            jail = self._start_jail()  # finds bwrap and probes the interpreter's files, or says why not
         except (OSError, isolation.IsolationUnavailable) as exc:
             return SandboxStatus(False, str(exc))
         try:
@@ -466,7 +467,7 @@ class Sandbox:
             jail.destroy()
         if result.output != "42\n":
             return SandboxStatus(False, f"a test call failed: {result.error or result.output!r}")
-        who = (f"root drops to an unprivileged uid" if isolation.runs_as_root()
+        who = ("root drops to an unprivileged uid" if isolation.runs_as_root()
                else "user namespace, all capabilities dropped")
         return SandboxStatus(True, f"bubblewrap (own mount, PID, network and IPC namespaces; {who}; "
                                    f"{seccomp_line})")
