@@ -13,6 +13,7 @@ from ecab.construct.validity import (
     audit_task,
     audit_tasks,
     headline_of,
+    structural_picks,
 )
 from ecab.judge.rules import check_rubric
 from ecab.schema import Product, Task
@@ -222,3 +223,46 @@ def test_reduce_shows_the_audit_of_the_run_manifest(tmp_path):
     assert got["task_audit"]["headline"] == headline_of(summary)
     md = (run_dir / "summary.md").read_text()
     assert "## Task-set audit" in md and headline_of(summary) in md and "| product_search | 0.0% |" in md
+
+
+# --- structural picks: what a script picking among the query's matches without asking would score ----------
+
+def _listing(pid: str, rating: float = 4.5, **details) -> Product:
+    base = {"Color": "Black", "Material": "Steel", "Style": "Modern", "Item model number": f"M-{pid}"}
+    return Product(product_id=pid, title="lamp", main_category="Home", average_rating=rating, rating_number=10,
+                   details={**base, **details})
+
+
+def test_a_star_of_one_value_variants_gives_the_target_away():
+    # Every other listing is the target with one value changed: the target holds every majority value and
+    # is one value from all of them (the model number differs everywhere and carries no structure).
+    star = [_listing("T"), _listing("A", Color="Red"), _listing("B", Material="Wood"),
+            _listing("C", Style="Classic")]
+    rand, typical, central = structural_picks(star, "T")
+    assert (rand, typical, central) == (0.25, 1.0, 1.0)
+
+
+def test_a_symmetric_grid_does_not():
+    # Two colors x two materials: every listing looks alike; ratings tie, so a pick is a coin among four.
+    grid = [_listing("T"), _listing("A", Color="Red"), _listing("B", Material="Wood"),
+            _listing("C", Color="Red", Material="Wood")]
+    assert structural_picks(grid, "T") == (0.25, 0.25, 0.25)
+    # Ties go to the best rated: a better-rated twin takes the pick from the target.
+    rated = grid[:3] + [_listing("C", rating=4.9, Color="Red", Material="Wood")]
+    assert structural_picks(rated, "T")[1:] == (0.0, 0.0)
+
+
+def test_the_target_outside_the_matches_is_never_picked():
+    assert structural_picks([_listing("A"), _listing("B")], "T") == (0.0, 0.0, 0.0)
+    assert structural_picks([], "T") == (0.0, 0.0, 0.0)
+
+
+def test_the_summary_and_headline_carry_the_picks():
+    row = TaskAudit(task_id="t", intent="product_search", category="Home", target_id="T", candidates=4,
+                    match_query=4, match_query_persona=2, match_all=1, target_in_catalog=True,
+                    target_satisfies_all=True, query_singles_out=False,
+                    pick_query_match=0.25, pick_typical=1.0, pick_central=0.5)
+    summary = aggregate([row, TaskAudit.from_dict({**row.to_dict(), "pick_typical": None})])
+    picks = summary["overall"]["structural_picks"]
+    assert picks == {"query_match": 0.25, "typical": 1.0, "central": 0.5}   # rows without picks are left out
+    assert "100.0% on the most typical" in headline_of(summary)

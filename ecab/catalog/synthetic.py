@@ -37,7 +37,8 @@ from ecab.fields import (ALIASES_BY_CANONICAL, IMPLICIT_ELIGIBLE_FIELDS, MULTI_O
 from ecab.schema import Product, Review
 
 # Bump whenever the output for a given (n, seed) changes: it is part of the catalog fingerprint.
-SYNTHETIC_VERSION = "2"   # 2: product lines (anchor, variants, spec leaves, white-label clone, re-listings)
+SYNTHETIC_VERSION = "3"   # 2: product lines (anchor, variants, spec leaves, white-label clone, re-listings)
+                          # 3: most of a line's other listings drift on weight and dimensions
 
 MAIN_CATEGORIES = ("Computers", "Cell Phones & Accessories", "All Electronics", "Amazon Home",
                    "Tools & Home Improvement", "Camera & Photo", "All Beauty", "Office Products")
@@ -1389,7 +1390,7 @@ class _Member:
     label), "dup" (the same item listed again by another seller: `aspect` says what differs - price,
     rating, count or title). Every listing has its own numbers and reviews; those of a line's variants,
     leaves and clone stay within the anchor's price, rating and rating-count brackets, a dup's leaves
-    them on exactly its `aspect`.
+    them on exactly its `aspect`. A `drifted` listing carries the line's other weight and dimensions.
     """
 
     kind: str
@@ -1398,6 +1399,7 @@ class _Member:
     manufacturer: str
     key: str | None = None
     aspect: str | None = None
+    drifted: bool = False
 
 
 @dataclass
@@ -1431,6 +1433,8 @@ class _Family:
     weight: str
     pos_order: list[str]
     neg_order: list[str]
+    drift_dims: str | None = None         # a line's other weight and dimensions (its drifted members')
+    drift_weight: str | None = None
 
     @property
     def size(self) -> int:
@@ -1735,6 +1739,30 @@ def _line_members(seed: int, rng: random.Random, ptype: ProductType, keys: list[
     return [members[i] for i in order], order.index(0)
 
 
+# The share of a line's listings other than the anchor that carry the line's other weight and dimensions.
+# Every other listing of a line is the anchor with one thing changed, so without this drift the anchor
+# would hold the most common value of every field and sit one value away from most listings: a script
+# picking the most typical or most central listing among the query's matches would find the target (the
+# anchor) without asking anything (ecab/construct/validity.py, structural picks). Construction never reads
+# weight or dimensions (they are not in ecab.fields.DETAIL_FIELDS), so no requirement changes.
+LINE_DRIFT_SHARE = 0.75
+
+
+def _drift(seed: int, family: _Family) -> None:
+    """Mark most members of a line outside the anchor's configuration as drifted and draw the line's other weight and dimensions
+    (from their own random stream: the rest of the family is drawn exactly as before)."""
+    rng = _rng(seed, "drift", family.index)
+    l, w, h = sorted((round(rng.uniform(0.3, 12), 2) for _ in range(3)), reverse=True)
+    family.drift_dims = f"{l} x {w} x {h} inches"
+    family.drift_weight = (f"{round(rng.uniform(1, 25), 1)} pounds" if family.ptype.heavy
+                           else f"{round(rng.uniform(0.4, 30), 2)} ounces")
+    for member in family.members:
+        # The anchor's own configuration (the anchor and its re-listings, any of which can be a target)
+        # keeps the family's values: the drift makes that configuration the minority on these facts.
+        same = member.kind in ("anchor", "dup")
+        member.drifted = not same and rng.random() < LINE_DRIFT_SHARE
+
+
 def _make_family(seed: int, index: int) -> _Family:
     rng = _rng(seed, "family", index)
     ptype = rng.choices(_TYPE_LIST, cum_weights=_TYPE_CUM)[0]
@@ -1785,7 +1813,7 @@ def _make_family(seed: int, index: int) -> _Family:
             if secondary and rng.random() < 0.6:
                 values[secondary] = rng.choice(ptype.value_pools[secondary])
             members.append(_Member("simple", values, store, manufacturer))
-    return _Family(
+    family = _Family(
         index=index, ptype=ptype, brand=brand, store=store, manufacturer=manufacturer,
         main_category=main_category, base=base, primary=primary, members=members, anchor=anchor,
         anchor_numbers=anchor_numbers,
@@ -1798,6 +1826,9 @@ def _make_family(seed: int, index: int) -> _Family:
         first_day=rng.randint(_DAY_FIRST, _DAY_LAST_LISTING),
         model_prefix="".join(rng.choice(_ALNUM[10:]) for _ in range(rng.randint(2, 3))) + str(rng.randint(1, 99)),
         dims=f"{l} x {w} x {h} inches", weight=weight, pos_order=pos, neg_order=neg)
+    if anchor is not None:
+        _drift(seed, family)
+    return family
 
 
 def _iter_families(seed: int) -> Iterator[_Family]:
@@ -2000,10 +2031,11 @@ def _detail_dict(family: _Family, values: dict[str, str], member: int, index: in
 
 
 def _noise_value(family: _Family, source: str, member: int, index: int, rng: random.Random, rating_number: int):
+    drifted = family.members[member].drifted
     if source == "#dims":
-        return family.dims
+        return family.drift_dims if drifted else family.dims
     if source == "#weight":
-        return family.weight
+        return family.drift_weight if drifted else family.weight
     if source == "#model":
         return f"{family.model_prefix}-{(index * 7919 + member) % 9000 + 1000}"
     if source == "#bsr":

@@ -11,7 +11,13 @@ counts for every task
   that one (and fail that one). A rubric with a witness is LOAD-BEARING: an agent that skips it can end
   on the witness and be wrong;
 - whether the query's rubrics alone single out the target (the target is the only product satisfying them:
-  persona and clarification then cannot matter).
+  persona and clarification then cannot matter);
+- STRUCTURAL PICKS: what a script that reads the query, lists the products matching it and never asks about
+  hidden intent would score by picking among them (a) at random, (b) the most TYPICAL listing (the one whose
+  detail values are the most common among the matches) or (c) the most CENTRAL one (the one with the most
+  listings at most one detail value away), ties going to the best rated, then the most rated. A catalog whose hard negatives are all one-value variants of the
+  target makes the target both the most typical and the most central match: hidden intent then matters to
+  the rubrics but not to a script (docs/decisions.md#validity-audit).
 
 and reports, by intent and overall, the load-bearing share per source and per rubric type and the share of
 tasks the query alone singles out.
@@ -87,6 +93,10 @@ class TaskAudit:
     rubrics: list[RubricAudit] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     digest: str = ""                   # task_digest: which task (target, rubrics, voucher) this row audited
+    # Expected accuracy of the structural picks among the query's matches (None: rows from before they existed).
+    pick_query_match: float | None = None
+    pick_typical: float | None = None
+    pick_central: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -101,6 +111,59 @@ class TaskAudit:
         decided = [r for r in self.rubrics
                    if r.load_bearing is not None and (source is None or r.info_source == source)]
         return sum(r.load_bearing for r in decided) / len(decided) if decided else None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Structural picks
+# ---------------------------------------------------------------------------------------------------------
+
+def _signature(product: Product) -> tuple:
+    """The listing's detail values as (field, normalized value) pairs, every field of the group included."""
+    return tuple(sorted((normalize(str(k)), normalize(value_text(v))) for k, v in (product.details or {}).items()))
+
+
+def _expected_hit(scores: Sequence, target_index: int | None) -> float:
+    """The chance that a pick of the best score (ties broken at random) is the target."""
+    if target_index is None or not scores:
+        return 0.0
+    best = max(scores)
+    return 1.0 / sum(1 for s in scores if s == best) if scores[target_index] == best else 0.0
+
+
+def structural_picks(matches: Sequence[Product], target_id: str) -> tuple[float, float, float]:
+    """(random, typical, central) expected accuracy of a pick among the query's `matches` (see the module
+    docstring). Missing fields count as an empty value, so every listing is scored on the same fields."""
+    if not matches:
+        return 0.0, 0.0, 0.0
+    target_index = next((i for i, p in enumerate(matches) if p.product_id == target_id), None)
+    rows = [dict(_signature(p)) for p in matches]
+    # A field whose value differs in every listing (a model number, a sales rank, a date) carries no
+    # structure and would put every listing more than one value from every other: left out.
+    fields = [f for f in sorted({f for row in rows for f in row})
+              if len(matches) == 1 or len({row.get(f, "") for row in rows}) < len(rows)]
+    table = [tuple(row.get(f, "") for f in fields) for row in rows]
+    counts = [{} for _ in fields]
+    for values in table:
+        for j, v in enumerate(values):
+            counts[j][v] = counts[j].get(v, 0) + 1
+    # Among listings of equal score a script takes the best rated, then the most rated (re-listings of one
+    # configuration differ only in such numbers).
+    standing = [(p.average_rating or 0.0, p.rating_number or 0) for p in matches]
+    typical = [(sum(counts[j][v] for j, v in enumerate(values)), standing[i]) for i, values in enumerate(table)]
+    # Listings at most one value away, counted with one bucket per masked field (linear, not quadratic).
+    exact: dict[tuple, int] = {}
+    for values in table:
+        exact[values] = exact.get(values, 0) + 1
+    masked = [dict() for _ in fields]
+    for values in table:
+        for j in range(len(fields)):
+            key = values[:j] + values[j + 1:]
+            masked[j][key] = masked[j].get(key, 0) + 1
+    central = [(exact[values] - 1 + sum(masked[j][values[:j] + values[j + 1:]] - exact[values]
+                                        for j in range(len(fields))), standing[i])
+               for i, values in enumerate(table)]
+    rand = 1.0 / len(matches) if target_index is not None else 0.0
+    return rand, _expected_hit(typical, target_index), _expected_hit(central, target_index)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -211,6 +274,7 @@ def audit_products(rubrics: Sequence[Rubric], target: Product, products: Iterabl
     keys = [memo.key_id(r, voucher) for r in rubrics]
     witnesses = [0] * len(rubrics)
     match_q = match_qp = match_all = others_q = 0
+    query_matches: list[Product] = []
     seen = 0
     target_in_catalog = False
     target_id = target.product_id
@@ -250,6 +314,7 @@ def audit_products(rubrics: Sequence[Rubric], target: Product, products: Iterabl
         if not any(i in query_set for i in failed) and all(ok(i) for i in costly_q):
             match_q += 1
             others_q += not is_target
+            query_matches.append(product)
         if not any(i in qp_set for i in failed) and all(ok(i) for i in costly_qp):
             match_qp += 1
         if not failed:
@@ -263,13 +328,15 @@ def audit_products(rubrics: Sequence[Rubric], target: Product, products: Iterabl
                                  rubrics[i].type == REVIEW else None,
                                  review_checker=review_checker).satisfied is True for i in order)
     audited = set(order)
+    pick_random, pick_typical, pick_central = structural_picks(query_matches, target_id)
     rows = [RubricAudit(r.id, r.type, r.info_source, r.field,
                         (witnesses[i] > 0) if i in audited else None, witnesses[i])
             for i, r in enumerate(rubrics)]
     return TaskAudit(task_id=task_id, intent=intent, category=target.main_category or "", target_id=target_id,
                      candidates=seen, match_query=match_q, match_query_persona=match_qp, match_all=match_all,
                      target_in_catalog=target_in_catalog, target_satisfies_all=target_ok,
-                     query_singles_out=others_q == 0, rubrics=rows, skipped=skipped)
+                     query_singles_out=others_q == 0, rubrics=rows, skipped=skipped,
+                     pick_query_match=pick_random, pick_typical=pick_typical, pick_central=pick_central)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -342,6 +409,11 @@ def _share(values: Sequence[bool]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def _mean(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
 def _group(rows: Sequence[TaskAudit]) -> dict[str, Any]:
     rubrics = [r for t in rows for r in t.rubrics]
     by_source = {}
@@ -368,6 +440,9 @@ def _group(rows: Sequence[TaskAudit]) -> dict[str, Any]:
         "load_bearing_hidden": _share(hidden),
         "load_bearing_by_type": by_type,
         "rubrics_not_audited": sum(1 for r in rubrics if r.load_bearing is None),
+        "structural_picks": {"query_match": _mean([t.pick_query_match for t in rows]),
+                             "typical": _mean([t.pick_typical for t in rows]),
+                             "central": _mean([t.pick_central for t in rows])},
     }
 
 
@@ -398,7 +473,16 @@ def headline_of(summary: dict[str, Any]) -> str:
     return (f"{o['tasks']} tasks: the query alone singles out the target in {pct(o['query_singles_out'])}; "
             f"load-bearing rubrics: query {pct(lb['query']['share'])}, persona {pct(lb['persona']['share'])}, "
             f"clarification {pct(lb['clarification']['share'])}; median products matching the query "
-            f"{num(o['match_query_median'])} (review_opinion {summary.get('review_opinion', 'included')})")
+            f"{num(o['match_query_median'])} (review_opinion {summary.get('review_opinion', 'included')})"
+            + _picks_phrase(o))
+
+
+def _picks_phrase(group: dict[str, Any]) -> str:
+    picks = group.get("structural_picks") or {}
+    if picks.get("typical") is None:
+        return ""
+    return (f"; a script picking among the query's matches scores {pct(picks['query_match'])} at random, "
+            f"{pct(picks['typical'])} on the most typical, {pct(picks['central'])} on the most central")
 
 
 def markdown_of(summary: dict[str, Any], baselines: dict[str, dict[str, Any]] | None = None) -> str:
@@ -406,7 +490,8 @@ def markdown_of(summary: dict[str, Any], baselines: dict[str, dict[str, Any]] | 
     baselines = baselines or {}
     names = list(baselines)
     head = ["intent", "tasks", "products", "match query", "match q+persona", "match all", "query singles out",
-            "LB query", "LB persona", "LB clarification", *[f"{n} acc." for n in names]]
+            "LB query", "LB persona", "LB clarification", "pick random", "pick typical", "pick central",
+            *[f"{n} acc." for n in names]]
     lines = ["| " + " | ".join(head) + " |",
              "|" + "|".join("---" if i == 0 else "---:" for i in range(len(head))) + "|"]
     groups = [*summary["by_intent"].items(), ("**overall**", summary["overall"])]
@@ -419,7 +504,9 @@ def markdown_of(summary: dict[str, Any], baselines: dict[str, dict[str, Any]] | 
             name, g["tasks"], num(g["candidates_median"]), num(g["match_query_median"]),
             num(g["match_query_persona_median"]), num(g["match_all_median"]), pct(g["query_singles_out"]),
             pct(lb["query"]["share"]),
-            pct(lb["persona"]["share"]), pct(lb["clarification"]["share"]), *acc]) + " |")
+            pct(lb["persona"]["share"]), pct(lb["clarification"]["share"]),
+            *[pct((g.get("structural_picks") or {}).get(k)) for k in ("query_match", "typical", "central")],
+            *acc]) + " |")
     o = summary["overall"]
     lines += ["", "Load-bearing by rubric type (overall):", "",
               "| rubric type | rubrics | load-bearing | share |", "|---|---:|---:|---:|"]
@@ -429,7 +516,9 @@ def markdown_of(summary: dict[str, Any], baselines: dict[str, dict[str, Any]] | 
                   f"Target satisfies every audited rubric in {pct(o['target_satisfies_all'])} of tasks; "
                   f"only the target satisfies every rubric in {pct(o['unique'])}. "
                   f"review_opinion: {summary.get('review_opinion', 'included')}"
-              + (f"; {o['rubrics_not_audited']} rubrics not audited" if o["rubrics_not_audited"] else "") + "."]
+              + (f"; {o['rubrics_not_audited']} rubrics not audited" if o["rubrics_not_audited"] else "") + ". "
+              "pick columns: expected accuracy of a script that picks among the products matching the query's "
+              "rubrics at random, the most typical one or the most central one (module docstring)."]
     return "\n".join(lines) + "\n"
 
 
@@ -503,6 +592,7 @@ def headline_record(summary: dict[str, Any], source: str) -> dict[str, Any]:
             "load_bearing": {k: v["share"] for k, v in o["load_bearing"].items()},
             "load_bearing_hidden": o["load_bearing_hidden"],
             "match_query_median": o["match_query_median"], "tasks": o["tasks"],
+            "structural_picks": o.get("structural_picks"),
             "by_intent": {k: {"query_singles_out": g["query_singles_out"],
                               "load_bearing": {s: v["share"] for s, v in g["load_bearing"].items()}}
                           for k, g in summary["by_intent"].items()}}
