@@ -290,7 +290,11 @@ def test_product_lines_are_variant_families(families, reviews_by_product):
             if p is anchor:
                 continue
             b = _canonical_details(p)
-            differing = [k for k in DETAIL_FIELDS if a[k] != b[k]]
+            # A drifted listing lists one more option on multi-valued specs it shares with the anchor: every
+            # requirement on the anchor's value still holds there (the value still contains it).
+            widened = [k for k in DETAIL_FIELDS if a[k] != b[k] and a[k] and str(b[k]).startswith(f"{a[k]}, ")]
+            assert not widened or spec.drifted, (spec.kind, widened)
+            differing = [k for k in DETAIL_FIELDS if a[k] != b[k] and k not in widened]
             expected = {"variant": [family.primary], "leaf": [spec.key], "clone": ["Brand"], "dup": []}[spec.kind]
             assert differing == expected, (spec.kind, spec.key, differing)
             for key in differing:       # the listing fails a requirement on every option of the anchor's value
@@ -391,3 +395,16 @@ def test_opinion_table():
             assert 3 <= len(opinion.split()) <= 10, opinion
     for opinion in GENERIC_OPINIONS["positive"] + GENERIC_OPINIONS["negative"]:
         assert 3 <= len(opinion.split()) <= 10
+
+
+def test_a_line_does_not_give_its_anchor_away(families):
+    """Among a line's listings a script picking the most typical listing must rarely land on the anchor (the
+    drift of LINE_DRIFT_SHARE): undrifted, every line is a star around it and the pick always does (1.0).
+    Over a whole line the anchor stays the most central listing in most lines; among a task's query matches,
+    where the audit measures it, it is not (docs/decisions.md#validity-audit)."""
+    from ecab.construct.validity import structural_picks
+
+    lines = [(f, m) for f, m in families if f.anchor is not None and len(m) == f.size and len(m) >= 4]
+    picks = [structural_picks(m, m[f.anchor].product_id) for f, m in lines]
+    typical = sum(p[1] for p in picks) / len(picks)
+    assert typical < 0.4, typical

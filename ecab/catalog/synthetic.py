@@ -38,7 +38,9 @@ from ecab.schema import Product, Review
 
 # Bump whenever the output for a given (n, seed) changes: it is part of the catalog fingerprint.
 SYNTHETIC_VERSION = "3"   # 2: product lines (anchor, variants, spec leaves, white-label clone, re-listings)
-                          # 3: most of a line's other listings drift on weight and dimensions
+                          # 3: most of a line's other listings drift on weight and dimensions and list
+                          #    one more option on the multi-valued specs they share with the anchor;
+                          #    a re-listing states its own package dimensions and weight
 
 MAIN_CATEGORIES = ("Computers", "Cell Phones & Accessories", "All Electronics", "Amazon Home",
                    "Tools & Home Improvement", "Camera & Photo", "All Beauty", "Office Products")
@@ -1739,28 +1741,41 @@ def _line_members(seed: int, rng: random.Random, ptype: ProductType, keys: list[
     return [members[i] for i in order], order.index(0)
 
 
-# The share of a line's listings other than the anchor that carry the line's other weight and dimensions.
-# Every other listing of a line is the anchor with one thing changed, so without this drift the anchor
-# would hold the most common value of every field and sit one value away from most listings: a script
-# picking the most typical or most central listing among the query's matches would find the target (the
-# anchor) without asking anything (ecab/construct/validity.py, structural picks). Construction never reads
-# weight or dimensions (they are not in ecab.fields.DETAIL_FIELDS), so no requirement changes.
+# The share of a line's listings outside the anchor's configuration that drift: they carry the line's other
+# weight and dimensions (facts construction never reads: not in ecab.fields.DETAIL_FIELDS) and list one more
+# option on the multi-valued specs they share with the anchor (a requirement on the anchor's value still holds
+# there: the judge checks "contains"). Every other listing of a line is the anchor with one thing changed, so
+# without this the anchor would hold the most common value of every field and sit one value from most listings:
+# a script picking the most typical or most central of the query's matches would find the target without
+# asking anything (ecab/construct/validity.py, structural picks; docs/decisions.md#validity-audit).
 LINE_DRIFT_SHARE = 0.75
 
 
 def _drift(seed: int, family: _Family) -> None:
-    """Mark most members of a line outside the anchor's configuration as drifted and draw the line's other weight and dimensions
+    """Mark most members of a line outside the anchor's configuration as drifted and draw what they carry
     (from their own random stream: the rest of the family is drawn exactly as before)."""
     rng = _rng(seed, "drift", family.index)
     l, w, h = sorted((round(rng.uniform(0.3, 12), 2) for _ in range(3)), reverse=True)
     family.drift_dims = f"{l} x {w} x {h} inches"
     family.drift_weight = (f"{round(rng.uniform(1, 25), 1)} pounds" if family.ptype.heavy
                            else f"{round(rng.uniform(0.4, 30), 2)} ounces")
+    anchor = family.members[family.anchor].values
+    extra = {}       # multi-valued key -> the one more option the drifted listings list
+    for key in sorted(k for k in anchor if k in _MULTI_KEYS and anchor[k]):
+        options = [v for v in _alternatives(family.ptype, key, anchor[key])
+                   if not any(sep in v for sep in (",", "/", "|"))]
+        if options:
+            extra[key] = rng.choice(options)
     for member in family.members:
         # The anchor's own configuration (the anchor and its re-listings, any of which can be a target)
         # keeps the family's values: the drift makes that configuration the minority on these facts.
         same = member.kind in ("anchor", "dup")
         member.drifted = not same and rng.random() < LINE_DRIFT_SHARE
+        if member.drifted:
+            # One more option on the multi-valued specs it shares with the anchor: every requirement on
+            # them still holds ("contains"), but the anchor's exact value is no longer the common one.
+            member.values = {k: (f"{v}, {extra[k]}" if k in extra and v == anchor[k] else v)
+                             for k, v in member.values.items()}
 
 
 def _make_family(seed: int, index: int) -> _Family:
@@ -2030,12 +2045,24 @@ def _detail_dict(family: _Family, values: dict[str, str], member: int, index: in
     return details
 
 
-def _noise_value(family: _Family, source: str, member: int, index: int, rng: random.Random, rating_number: int):
-    drifted = family.members[member].drifted
+def _seller_package(family: _Family, member: int, source: str) -> str:
+    """A re-listing's own package dimensions or weight, near the line's (its own stream: nothing else moves)."""
+    rng = _rng("package", family.index, member)
     if source == "#dims":
-        return family.drift_dims if drifted else family.dims
+        return " x ".join(f"{round(float(x) * rng.uniform(0.85, 1.15), 2)}"
+                          for x in family.dims.split(" inches")[0].split(" x ")) + " inches"
+    number, unit = family.weight.split(" ", 1)
+    return f"{round(float(number) * rng.uniform(0.85, 1.15), 2)} {unit}"
+
+
+def _noise_value(family: _Family, source: str, member: int, index: int, rng: random.Random, rating_number: int):
+    spec = family.members[member]
+    if spec.kind == "dup" and source in ("#dims", "#weight"):
+        return _seller_package(family, member, source)   # another seller states its own package
+    if source == "#dims":
+        return family.drift_dims if spec.drifted else family.dims
     if source == "#weight":
-        return family.drift_weight if drifted else family.weight
+        return family.drift_weight if spec.drifted else family.weight
     if source == "#model":
         return f"{family.model_prefix}-{(index * 7919 + member) % 9000 + 1000}"
     if source == "#bsr":
