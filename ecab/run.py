@@ -73,34 +73,35 @@ def validate(cfg: DictConfig) -> None:
 
 
 def validate_llm_model(model: DictConfig) -> None:
-    """Before any work: the model id, the simulator settings, and the API key (its variable, never its value)."""
-    from ecab.agents.keys import resolve_api_key
+    """Before any work: the model id, the model settings, the simulator settings, and the API key (its
+    variable, never its value)."""
+    from ecab.llm import ModelSettings, resolve_api_key
     require(model, "model_id")
-    from ecab.agents.openai_agent import check_http_client
-    if (http_client := OmegaConf.select(model, "http_client")) is not None:
-        try:
-            check_http_client(http_client)
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
-    if OmegaConf.select(model, "sim") is not None:
+    settings = ModelSettings.from_config(model)
+    if settings.sim is not None:
         from ecab.sim import SimConfig
         try:
-            SimConfig.from_any(model.sim)
+            SimConfig.from_any(settings.sim)
         except (ValueError, TypeError) as exc:
             raise ConfigError(str(exc)) from None
-    resolve_api_key(model)
+    resolve_api_key(settings, offline="pick an offline model (model=heuristic, model=oracle, model=sim)")
 
 
 def start_simulator(cfg: DictConfig):
-    """model=sim without a base_url: serve the simulator in this process; returns (server or None, the
-    config to run with, its model.base_url pointing at the simulator)."""
-    if OmegaConf.select(cfg, "model.sim") is None or OmegaConf.select(cfg, "model.base_url"):
+    """model=sim without a base_url: serve the simulator in this process, with the agent's reply policy;
+    returns (server or None, the config to run with, its model.base_url pointing at the simulator)."""
+    from ecab.agents import llm_settings
+    from ecab.agents.sim_policy import HeuristicPolicy
+    from ecab.sim import serve_if_simulated
+
+    model = llm_settings(cfg.model)
+    if model is None:
         return None, cfg
-    from ecab.sim import SimServer
-    server = SimServer(cfg.model.sim)
-    url = server.start()
-    print(f"simulator: {url} (stopped at the end of the run)")
-    return server, OmegaConf.merge(cfg, {"model": {"base_url": url}})
+    served, server = serve_if_simulated(model, [HeuristicPolicy])
+    if server is None:
+        return None, cfg
+    print(f"simulator: {served.base_url} (stopped at the end of the run)")
+    return server, OmegaConf.merge(cfg, {"model": {"base_url": served.base_url}})
 
 
 def open_catalog(cfg: DictConfig):

@@ -1,10 +1,10 @@
-"""The adaptive limiter (ecab/runner/limits.py) on its own: FIFO hand-off, retries first, Retry-After."""
+"""The adaptive limiter (ecab/llm/limits.py) on its own: FIFO hand-off, retries first, Retry-After."""
 from __future__ import annotations
 
 import asyncio
 import time
 
-from ecab.runner.limits import NEW_CALL_GRACE, OK, THROTTLED, AdaptiveLimiter, AimdWindow, LimiterSettings
+from ecab.llm.limits import NEW_CALL_GRACE, OK, THROTTLED, AdaptiveLimiter, AimdWindow, LimiterSettings
 
 
 def test_a_freed_slot_goes_to_a_retry_before_earlier_new_calls():
@@ -94,7 +94,7 @@ def test_a_paced_429_waits_in_the_limiter_not_in_tenacity_and_is_logged_with_its
     import httpx2 as httpx   # the HTTP library openai 3.x is built on
     import openai
 
-    from ecab.agents.retry import RetryLog, retrying
+    from ecab.llm.retry import RetryLog, retrying
 
     request = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
     response = httpx.Response(429, headers={"retry-after": "0.3"}, request=request)

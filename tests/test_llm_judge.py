@@ -1,5 +1,5 @@
 """The LLM judge over real HTTP: an aiohttp chat-completions endpoint on 127.0.0.1 driven through the real
-openai client. By default the endpoint answers with the simulator's judge policy (ecab.sim.judge_policy);
+openai client. By default the endpoint answers with the simulator's judge policy (ecab.judge.sim_policy);
 a test can queue scripted replies (a missing rubric, the string "false", a 429) in front of it.
 """
 from __future__ import annotations
@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from ecab.judge.cache import JudgeCache
 from ecab.judge.llm import (JUDGE_MARKER, JUDGE_SYSTEM_PROMPT, LLMJudge, JudgeReplyError, JudgeSettings,
                             make_judgement, parse_results, user_prompt)
+from ecab.judge.sim_policy import is_judge_request, judge_reply
+from ecab.llm.cache import ReplyCache
 from ecab.schema import Product, Review, Rubric, Task, Trajectory
-from ecab.sim.judge_policy import is_judge_request, judge_reply
 
 REPO = Path(__file__).resolve().parents[1]
 MODEL_ID = "sim-judge"
@@ -152,7 +152,7 @@ class FakeCatalog:
         return REVIEWS[:limit] if pid == "P1" else []
 
 
-def judge_once(settings: JudgeSettings, cache: JudgeCache | None = None, target_id: str = "P1"):
+def judge_once(settings: JudgeSettings, cache: ReplyCache | None = None, target_id: str = "P1"):
     async def go():
         judge = LLMJudge(settings, cache=cache)
         try:
@@ -287,11 +287,11 @@ def test_no_product_makes_no_call(endpoint):
 
 def test_a_rejudge_hits_the_cache(endpoint, tmp_path):
     settings = settings_for(endpoint, cache_dir=tmp_path / "cache")
-    cache = JudgeCache(settings.cache_dir)
+    cache = ReplyCache(settings.cache_dir)
     first, first_usage = judge_once(settings, cache)
     assert len(endpoint.requests) == 1 and first_usage.cache_hits == 0
     cache.close()
-    cache = JudgeCache(settings.cache_dir)                       # a new process would open it the same way
+    cache = ReplyCache(settings.cache_dir)                       # a new process would open it the same way
     second, second_usage = judge_once(settings, cache)
     assert len(endpoint.requests) == 1                            # zero new requests
     assert second_usage.cache_hits == 1 and second_usage.calls == 0 and second_usage.cost_usd == 0
@@ -305,7 +305,7 @@ def test_a_rejudge_hits_the_cache(endpoint, tmp_path):
 
 def test_unscored_replies_are_not_cached(endpoint, tmp_path):
     settings = settings_for(endpoint, cache_dir=tmp_path / "cache", max_attempts=1)
-    cache = JudgeCache(settings.cache_dir)
+    cache = ReplyCache(settings.cache_dir)
     endpoint.script = [reply(("r2", True, ""))]
     judgement, _ = judge_once(settings, cache)
     assert judgement.all_satisfied is None and len(cache) == 0

@@ -31,7 +31,7 @@ from ecab.construct.pipeline import (
 )
 from ecab.construct.validate import rubric_lock, validate_draft
 from ecab.construct.verbalize import verbalize as template_verbalize
-from ecab.sim import verbalizer_policy
+from ecab.construct import sim_policy as verbalizer_policy
 
 # Implicit clues (product_search), negatives (negative_constraint) and vouchers with numbers (coupon_budget).
 INTENTS = ["product_search", "negative_constraint", "coupon_budget"]
@@ -46,7 +46,7 @@ def cfg(verbalizer: str = "template", workers: int = 1, **llm) -> dict:
 
 def sim_requests(conf: dict) -> int:
     """Requests the build's simulator has answered so far (its /v1/sim/stats endpoint)."""
-    base_url = Settings.from_cfg(conf).llm.base_url      # the same server every build of this process uses
+    base_url = Settings.from_cfg(conf).llm.model.base_url      # the same server every build of this process uses
     with urllib.request.urlopen(f"{base_url}/sim/stats", timeout=10) as response:
         return json.loads(response.read())["requests"]
 
@@ -109,7 +109,7 @@ def test_fingerprint_keys_on_the_llm_model_only_when_it_verbalizes(small_catalog
     assert "llm" not in Settings.from_cfg(cfg()).fingerprint_fields()
     assert Settings.from_cfg(cfg("llm", model="gpt-5-mini")).fingerprint_fields()["llm"]["model_id"] == "gpt-5-mini"
     # reasoning models get no temperature, as in the LLM judge
-    assert Settings.from_cfg(cfg("llm", model="gpt-5-mini")).llm.temperature is None
+    assert Settings.from_cfg(cfg("llm", model="gpt-5-mini")).llm.model.temperature is None
     # the worker count and the cache location never change the benchmark
     assert benchmark_fingerprint(cfg("llm", workers=1, cache_dir="/elsewhere"), small_catalog) == sim_fp
 

@@ -17,13 +17,14 @@ import pytest
 
 from ecab.agents.base import EndpointRefused
 from ecab.agents.heuristic import HeuristicAgent
-from ecab.agents.keys import resolve_api_key
-from ecab.agents.openai_agent import LLMSettings, OpenAIAgent
-from ecab.agents.retry import retry_after_seconds, retrying
+from ecab.agents.openai_agent import OpenAIAgent
+from ecab.agents.sim_policy import HeuristicPolicy
 from ecab.config import ConfigError
 from ecab.env.episode import MULTI_CALL_ERROR, NO_TOOL_REMINDER, EpisodeSettings, run_episode
 from ecab.env.tools import ToolBox
-from ecab.runner.limits import reset_limiters
+from ecab.llm import ChatClient, ModelSettings, resolve_api_key
+from ecab.llm.limits import AdaptiveLimiter
+from ecab.llm.retry import retry_after_seconds, retrying
 from ecab.schema import read_tasks
 from ecab.sim import SimServer
 
@@ -39,12 +40,15 @@ def model_cfg(**overrides):
     return cfg
 
 
-@pytest.fixture(autouse=True)
-def fresh_limiters():
-    """The runner's adaptive limiters are process-wide and bind to the loop that first uses them."""
-    reset_limiters()
-    yield
-    reset_limiters()
+def agent_sim(config=None) -> SimServer:
+    """The simulator answering as the heuristic agent (the agent's reply policy)."""
+    return SimServer(config, [HeuristicPolicy])
+
+
+def agent_for(cfg, url=None, api_key="k", limiter=None) -> OpenAIAgent:
+    settings = ModelSettings.from_config(cfg)
+    return OpenAIAgent(ChatClient(settings.replace(base_url=url) if url else settings, api_key=api_key,
+                                  limiter=limiter))
 
 
 @pytest.fixture(scope="module")
@@ -73,12 +77,15 @@ def heuristic_runs(tasks, catalog):
 
 
 def run_llm(tasks, catalog, url, cfg=None, api_key=None, settings=None):
-    cfg = cfg or model_cfg()
+    """The episodes through the LLM path as a runner runs them: one chat client with the endpoint's adaptive
+    limiter, shared by every episode's agent."""
+    model = ModelSettings.from_config(cfg or model_cfg()).replace(base_url=url)
 
     async def go():
-        return await asyncio.gather(*(run_episode(t, OpenAIAgent(cfg, base_url=url, api_key=api_key),
-                                                  ToolBox(catalog, t), settings or EpisodeSettings(),
-                                                  unit={"task_id": t.id}) for t in tasks))
+        chat = ChatClient(model, api_key=api_key, limiter=AdaptiveLimiter())
+        return await asyncio.gather(*(run_episode(t, OpenAIAgent(chat), ToolBox(catalog, t),
+                                                  settings or EpisodeSettings(), unit={"task_id": t.id})
+                                      for t in tasks))
     return asyncio.run(go())
 
 
@@ -103,7 +110,7 @@ def executed_calls(traj):
 
 
 def test_episode_through_the_llm_path_matches_the_heuristic(tasks, catalog, heuristic_runs):
-    with SimServer({"latency_ms": 1}) as sim:
+    with agent_sim({"latency_ms": 1}) as sim:
         runs = run_llm(tasks, catalog, sim.base_url)
         stats = sim.stats
     for traj in runs:
@@ -123,7 +130,7 @@ def test_episode_through_the_llm_path_matches_the_heuristic(tasks, catalog, heur
 
 
 def test_429_storm_every_episode_completes_and_retries_are_counted(tasks, catalog, heuristic_runs):
-    with SimServer({"rate_429": 0.3, "retry_after_s": 0.02, "seed": 3}) as sim:
+    with agent_sim({"rate_429": 0.3, "retry_after_s": 0.02, "seed": 3}) as sim:
         runs = run_llm(tasks, catalog, sim.base_url, model_cfg(max_attempts=12))
         stats = sim.stats
     assert stats["429_random"] > 10
@@ -139,7 +146,7 @@ def test_429_storm_every_episode_completes_and_retries_are_counted(tasks, catalo
 
 
 def test_5xx_and_token_bucket_limits_are_retried(tasks, catalog, heuristic_runs):
-    with SimServer({"rate_5xx": 0.2, "rpm": 1200, "seed": 5}) as sim:
+    with agent_sim({"rate_5xx": 0.2, "rpm": 1200, "seed": 5}) as sim:
         runs = run_llm(tasks[:2], catalog, sim.base_url, model_cfg(max_attempts=12))
         stats = sim.stats
     assert stats["5xx"] > 0 and stats["429_rpm"] > 0   # the burst of concurrent calls drains the bucket
@@ -158,7 +165,7 @@ def test_5xx_and_token_bucket_limits_are_retried(tasks, catalog, heuristic_runs)
     ("unknown_tool", lambda t: any(s.error == "Unknown tool: search_catalog" for s in t.steps)),
 ])
 def test_malformed_outputs_get_the_originals_error_results(fault, shows, tasks, catalog, heuristic_runs):
-    with SimServer({"malformed": {fault: 0.15}, "seed": 11}) as sim:
+    with agent_sim({"malformed": {fault: 0.15}, "seed": 11}) as sim:
         runs = run_llm(tasks[:2], catalog, sim.base_url)
         stats = sim.stats
     assert stats[f"fault_{fault}"] > 0 and any(shows(t) for t in runs)
@@ -175,7 +182,7 @@ def test_malformed_outputs_get_the_originals_error_results(fault, shows, tasks, 
 def test_401_stops_the_episode_without_retries_and_the_key_stays_out(tasks, catalog):
     """A refused key is no episode's outcome (every episode would fail alike): EndpointRefused, which stops
     the run (tests/test_run_guards.py), not an agent_error record that a resume would never retry."""
-    with SimServer({"api_key": "the-right-key"}) as sim:
+    with agent_sim({"api_key": "the-right-key"}) as sim:
         with pytest.raises(EndpointRefused) as info:
             run_llm(tasks[:1], catalog, sim.base_url, api_key=FAKE_KEY)
         stats = sim.stats
@@ -185,13 +192,13 @@ def test_401_stops_the_episode_without_retries_and_the_key_stays_out(tasks, cata
 
 
 def test_a_right_key_is_accepted(tasks, catalog):
-    with SimServer({"api_key": FAKE_KEY}) as sim:
+    with agent_sim({"api_key": FAKE_KEY}) as sim:
         [traj] = run_llm(tasks[:1], catalog, sim.base_url, api_key=FAKE_KEY)
     assert traj.termination == "recommended"
 
 
 def test_exhausted_retries_are_infra_error_and_their_retries_are_recorded(tasks, catalog):
-    with SimServer({"rate_5xx": 1.0}) as sim:
+    with agent_sim({"rate_5xx": 1.0}) as sim:
         [traj] = run_llm(tasks[:1], catalog, sim.base_url, model_cfg(max_attempts=3))
         stats = sim.stats
     assert traj.termination == "infra_error" and stats["5xx"] == 3
@@ -201,14 +208,14 @@ def test_exhausted_retries_are_infra_error_and_their_retries_are_recorded(tasks,
 
 
 def test_a_context_length_400_is_agent_error(tasks, catalog):
-    with SimServer({"context_limit_tokens": 50}) as sim:
+    with agent_sim({"context_limit_tokens": 50}) as sim:
         [traj] = run_llm(tasks[:1], catalog, sim.base_url)
         stats = sim.stats
     assert traj.termination == "agent_error" and "context length exceeded" in traj.error and stats["requests"] == 1
 
 
 def test_an_unknown_model_is_endpoint_refused_without_retries(tasks, catalog):
-    with SimServer({"models": ["some-other-model"]}) as sim:
+    with agent_sim({"models": ["some-other-model"]}) as sim:
         with pytest.raises(EndpointRefused, match="not found at .*check model.model_id"):
             run_llm(tasks[:1], catalog, sim.base_url)
         stats = sim.stats
@@ -216,21 +223,21 @@ def test_an_unknown_model_is_endpoint_refused_without_retries(tasks, catalog):
 
 
 def test_wall_clock_limit_ends_the_episode_as_infra_error(tasks, catalog):
-    with SimServer({"latency_ms": 200}) as sim:
+    with agent_sim({"latency_ms": 200}) as sim:
         [traj] = run_llm(tasks[:1], catalog, sim.base_url, settings=EpisodeSettings(wall_clock_s=0.5))
     assert traj.termination == "infra_error" and "wall-clock" in traj.error
 
 
 @pytest.mark.parametrize("http_client", ["aiohttp", "httpx"])
 def test_both_http_clients_run_the_episode_the_heuristic_runs(http_client, tasks, catalog, heuristic_runs):
-    with SimServer({}) as sim:
+    with agent_sim({}) as sim:
         [traj] = run_llm(tasks[:1], catalog, sim.base_url, model_cfg(http_client=http_client))
     assert executed_calls(traj) == executed_calls(heuristic_runs[tasks[0].id])
 
 
 def test_an_unknown_http_client_is_one_clear_error(tmp_path):
     with pytest.raises(ValueError, match="http_client must be one of aiohttp, httpx, got 'curl'"):
-        LLMSettings.from_cfg(model_cfg(http_client="curl"))
+        ModelSettings.from_config(model_cfg(http_client="curl"))
     proc = subprocess.run([sys.executable, "-m", "ecab.run", "model=sim", "model.http_client=curl",
                            f"run.dir={tmp_path / 'runs'}"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "model.http_client must be one of aiohttp, httpx, got 'curl'" in proc.stderr
@@ -250,14 +257,14 @@ def test_an_endpoint_that_refuses_connections_is_infra_error_naming_the_refusal(
 
 
 def test_request_shape_follows_the_model_config():
-    agent = OpenAIAgent(model_cfg(max_output_tokens=2048, reasoning_effort="medium",
-                                  extra_body={"reasoning": {"max_tokens": 2048}}), api_key="k")
+    agent = agent_for(model_cfg(max_output_tokens=2048, reasoning_effort="medium",
+                                extra_body={"reasoning": {"max_tokens": 2048}}))
     request = agent.build_request([{"role": "user", "content": "hi"}], [])
     assert request["max_completion_tokens"] == 2048 and request["reasoning_effort"] == "medium"
     assert request["parallel_tool_calls"] is False and request["temperature"] == 1.0
     assert request["extra_body"] == {"reasoning": {"max_tokens": 2048}}
-    plain = OpenAIAgent(model_cfg(max_output_tokens=100, max_tokens_param="max_tokens", parallel_tool_calls=None,
-                                  temperature=None), api_key="k").build_request([], [])
+    plain = agent_for(model_cfg(max_output_tokens=100, max_tokens_param="max_tokens", parallel_tool_calls=None,
+                                temperature=None)).build_request([], [])
     assert plain["max_tokens"] == 100 and "parallel_tool_calls" not in plain and "temperature" not in plain
 
 
@@ -266,7 +273,7 @@ def test_the_request_on_the_wire_is_the_built_request_with_extra_body_merged():
     exactly the request: every field, extra_body merged into the body, no client-side keys."""
     from aiohttp import web
 
-    from ecab.agents.openai_agent import post_chat_completion
+    from ecab.llm.client import post_chat_completion
 
     seen: list[dict] = []
     completion = {"id": "c1", "object": "chat.completion", "created": 0, "model": "m",
@@ -278,8 +285,8 @@ def test_the_request_on_the_wire_is_the_built_request_with_extra_body_merged():
         seen.append(await request.json())
         return web.json_response(completion)
 
-    agent = OpenAIAgent(model_cfg(max_output_tokens=2048, reasoning_effort="medium",
-                                  extra_body={"reasoning": {"max_tokens": 2048}}), api_key="k")
+    agent = agent_for(model_cfg(max_output_tokens=2048, reasoning_effort="medium",
+                                extra_body={"reasoning": {"max_tokens": 2048}}))
     request = agent.build_request([{"role": "user", "content": "hi"}], [{"type": "function", "function": {
         "name": "f", "description": "d", "parameters": {"type": "object", "properties": {}}}}])
 
@@ -302,7 +309,7 @@ def test_the_request_on_the_wire_is_the_built_request_with_extra_body_merged():
 def test_the_papers_model_configs_load(name):
     from ecab.config import load_config
     cfg = load_config([f"model={name}"])
-    settings = LLMSettings.from_cfg(cfg.model)
+    settings = ModelSettings.from_config(cfg.model)
     assert cfg.model.kind == "openai" and cfg.model.temperature == 1.0 and settings.model_id
     assert settings.price_per_million["input"] > 0 and settings.price_per_million["output"] > 0
     assert (cfg.model.api_key_env is None) == (name == "sim")
@@ -311,13 +318,16 @@ def test_the_papers_model_configs_load(name):
 
 def test_missing_key_is_a_clear_error(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with pytest.raises(ConfigError, match="model gpt-5 needs the environment variable OPENAI_API_KEY"):
-        resolve_api_key({"name": "gpt-5", "api_key_env": "OPENAI_API_KEY"})
+    gpt = ModelSettings(name="gpt-5", model_id="gpt-5", api_key_env="OPENAI_API_KEY")
+    with pytest.raises(ConfigError, match="model=gpt-5 needs the environment variable OPENAI_API_KEY"):
+        resolve_api_key(gpt)
+    with pytest.raises(ConfigError, match="model=gpt-5 needs the environment variable OPENAI_API_KEY"):
+        ChatClient(gpt)                                               # the client checks it too, once
     monkeypatch.setenv("OPENAI_API_KEY", "  sk-x ")
-    assert resolve_api_key({"name": "gpt-5", "api_key_env": "OPENAI_API_KEY"}) == "sk-x"
-    assert resolve_api_key({"name": "sim", "api_key_env": None}) is None
+    assert resolve_api_key(gpt) == "sk-x"
+    assert resolve_api_key(ModelSettings(name="sim", model_id="m", api_key_env=None)) is None
     with pytest.raises(ConfigError, match="keys do not belong in the config"):
-        resolve_api_key({"name": "x", "api_key_env": "K", "api_key": "sk-inline"})
+        ModelSettings.from_config({"name": "x", "model_id": "x", "api_key_env": "K", "api_key": "sk-inline"})
 
 
 def test_missing_key_stops_the_run_before_any_work(tmp_path):
@@ -326,7 +336,7 @@ def test_missing_key_stops_the_run_before_any_work(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "ecab.run", "model=kimi-k2.6", f"run.dir={tmp_path / 'runs'}"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
-    assert "model kimi-k2.6 needs the environment variable OPENROUTER_API_KEY" in proc.stderr
+    assert "model=kimi-k2.6 needs the environment variable OPENROUTER_API_KEY" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "cache").exists() and not (tmp_path / "runs").exists()   # nothing was built
 
@@ -409,8 +419,7 @@ def test_a_reply_without_choices_is_retried_and_the_next_one_is_used():
 
     async def scenario():
         async with stub_endpoint(handle) as url:
-            return await OpenAIAgent(model_cfg(backoff_base_s=0.0), base_url=url, api_key="k").act(
-                [{"role": "user", "content": "hi"}], [])
+            return await agent_for(model_cfg(backoff_base_s=0.0), url).act([{"role": "user", "content": "hi"}], [])
 
     turn = asyncio.run(scenario())
     assert turn.message["content"] == "ok" and turn.retries == 3 and turn.input_tokens == 3

@@ -131,7 +131,7 @@ def test_limiter_shrinks_on_429_pauses_for_retry_after_and_frees_the_slot_while_
     import asyncio
     import time
 
-    from ecab.runner.limits import AdaptiveLimiter, LimiterSettings
+    from ecab.llm.limits import AdaptiveLimiter, LimiterSettings
 
     async def scenario():
         limiter = AdaptiveLimiter(LimiterSettings(max_concurrency=4, decrease=0.5))
@@ -169,7 +169,7 @@ def test_workers_share_one_endpoint_window_through_the_limiter_actor(ray_cluster
 
     import ray
 
-    from ecab.runner.limits import NEW_CALL_GRACE, LimiterService, LimiterSettings, SyncedLimiter
+    from ecab.llm.limits import NEW_CALL_GRACE, LimiterService, LimiterSettings, SyncedLimiter
 
     settings = LimiterSettings(max_concurrency=8, decrease=0.5)
     actor = ray.remote(LimiterService).options(num_cpus=0).remote({"max_concurrency": 8, "decrease": 0.5})

@@ -1,5 +1,6 @@
 """The simulator (ecab.sim) over real HTTP with the real openai client: protocol, injected trouble, the
-policy's replay across stateless requests, the CLI, and its throughput."""
+agent's policy (ecab.agents.sim_policy) and its replay across stateless requests, the policies' dispatch,
+the CLI, and its throughput."""
 import asyncio
 import json
 import subprocess
@@ -11,10 +12,10 @@ from pathlib import Path
 import openai
 import pytest
 
-from ecab.agents.retry import retry_after_seconds
+from ecab.agents.sim_policy import HeuristicPolicy
 from ecab.env.tools import tool_schemas
+from ecab.llm.retry import retry_after_seconds
 from ecab.sim import SimConfig, SimServer
-from ecab.sim.policy import HeuristicPolicy
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERY = "I need a braided USB-C charger cable under $20 with at least 4 stars."
@@ -39,6 +40,11 @@ def fake_result(name: str, args: dict) -> dict:
         return {"products": [{"product_id": p, "average_rating": 4.5, "rating_number": 100}
                              for p in args["product_ids"]]}
     return {"reviews": []}
+
+
+def agent_sim(config=None) -> SimServer:
+    """The simulator answering as the heuristic agent (the agent's reply policy)."""
+    return SimServer(config, [HeuristicPolicy])
 
 
 def client_for(sim, key="none"):
@@ -74,7 +80,7 @@ async def converse(client, max_turns=60, model="ecab-sim-heuristic"):
 
 
 def test_models_endpoint_and_a_first_completion():
-    with SimServer() as sim:
+    with agent_sim() as sim:
         with urllib.request.urlopen(sim.base_url + "/models") as r:
             models = json.load(r)
         assert [m["id"] for m in models["data"]] == ["ecab-sim-heuristic"]
@@ -92,12 +98,12 @@ def test_models_endpoint_and_a_first_completion():
 
 
 def test_a_whole_conversation_follows_the_heuristic_plan_and_faults_do_not_change_it():
-    with SimServer() as clean:
+    with agent_sim() as clean:
         reference, _ = asyncio.run(converse(client_for(clean)))
     assert reference[0] == ("get_user_profile", {}) and reference[-1][0] == "recommend_product"
     assert reference[-1][1]["product_id"] == "P1"
     faults = {"invalid_json": 0.1, "two_calls": 0.1, "no_tool_call": 0.1, "unknown_tool": 0.1}
-    with SimServer({"malformed": faults, "seed": 1}) as noisy:
+    with agent_sim({"malformed": faults, "seed": 1}) as noisy:
         executed, _ = asyncio.run(converse(client_for(noisy)))
         stats = noisy.stats
     assert sum(stats[f"fault_{k}"] for k in faults) >= 3
@@ -110,7 +116,7 @@ def drive(app, query: str, max_turns: int = 200) -> list:
     messages = [SYSTEM, {"role": "user", "content": query}]
     turns = []
     for _ in range(max_turns):
-        message, _ = app._assistant_message(messages)
+        message, _ = app.policy_for({"messages": messages}).reply({"messages": messages})
         calls = message.get("tool_calls") or []
         if not calls:
             turns.append(("text", None, 0))
@@ -138,23 +144,24 @@ def test_faults_are_drawn_per_conversation_and_step_and_never_end_a_conversation
     from ecab.sim.server import SimApp
 
     faults = {"invalid_json": 0.1, "two_calls": 0.1, "no_tool_call": 0.6, "unknown_tool": 0.1}
-    fresh = drive(SimApp(SimConfig.from_any({"malformed": faults})), QUERY)
-    busy = SimApp(SimConfig.from_any({"malformed": faults}))
+    fresh = drive(SimApp(SimConfig.from_any({"malformed": faults}), [HeuristicPolicy]), QUERY)
+    busy = SimApp(SimConfig.from_any({"malformed": faults}), [HeuristicPolicy])
     for i in range(3):                                  # other conversations first, in another order
         drive(busy, f"I need a phone case number {i}.")
     assert drive(busy, QUERY) == fresh
     kinds = [turn[0] for turn in fresh]
     assert kinds.count("text") >= 3 and kinds[-1] == "recommend_product"
     assert not any(a == b == "text" for a, b in zip(kinds, kinds[1:])), kinds
-    other_seed = drive(SimApp(SimConfig.from_any({"malformed": faults, "seed": 5})), QUERY)
+    other_seed = drive(SimApp(SimConfig.from_any({"malformed": faults, "seed": 5}), [HeuristicPolicy]), QUERY)
     assert other_seed != fresh, "the seed still changes the draws"
 
 
 def test_the_policy_resumes_live_plans_and_replays_on_a_miss():
-    with SimServer() as sim:
+    with agent_sim() as sim:
         asyncio.run(converse(client_for(sim)))
-        policy = sim.app.policy
+        [policy] = sim.app.policies
         assert policy.replays == 1 and policy.resumes > 10          # one conversation, one plan
+        assert sim.stats["policy_replays"] == 1                     # the policy's counters are the server's
     # A fresh policy (a restarted server) given a mid-conversation request replays to the same next call.
     messages = [SYSTEM, {"role": "user", "content": QUERY}]
     live = HeuristicPolicy()
@@ -172,13 +179,13 @@ def test_the_policy_resumes_live_plans_and_replays_on_a_miss():
 
 
 def test_429_carries_retry_after_and_the_rpm_bucket_refills():
-    with SimServer({"rate_429": 1.0, "retry_after_s": 0.25}) as sim:
+    with agent_sim({"rate_429": 1.0, "retry_after_s": 0.25}) as sim:
         async def once():
             await client_for(sim).chat.completions.create(model="m", messages=[SYSTEM])
         with pytest.raises(openai.RateLimitError) as info:
             asyncio.run(once())
     assert retry_after_seconds(info.value) == 0.25
-    with SimServer({"rpm": 60}) as sim:           # one request per second, no burst beyond that
+    with agent_sim({"rpm": 60}) as sim:           # one request per second, no burst beyond that
         async def twice():
             client = client_for(sim)
             await client.chat.completions.create(model="m", messages=[SYSTEM, {"role": "user", "content": QUERY}])
@@ -189,7 +196,7 @@ def test_429_carries_retry_after_and_the_rpm_bucket_refills():
 
 
 def test_errors_a_client_must_not_retry():
-    with SimServer({"api_key": "right", "models": ["only-this"]}) as sim:
+    with agent_sim({"api_key": "right", "models": ["only-this"]}) as sim:
         async def call(key, model):
             await client_for(sim, key).chat.completions.create(model=model, messages=[SYSTEM])
         with pytest.raises(openai.AuthenticationError):
@@ -208,6 +215,28 @@ def test_bad_sim_config_names_the_key():
         SimConfig.from_any({"rate_5xx": 1.5})
     with pytest.raises(ValueError, match="model.sim.malformed: the fault rates add up to more than 1"):
         SimConfig.from_any({"malformed": {"invalid_json": 0.6, "no_tool_call": 0.6}})
+
+
+def test_requests_go_to_the_first_policy_that_claims_them_and_unclaimed_ones_are_refused():
+    """The simulator knows no stage's prompts: each stage's policy claims its own requests (here the judge's
+    and the verbalizer's, by their system prompts' markers), and a request nobody claims is a 400."""
+    from ecab.construct.llm_verbalizer import SYSTEM_PROMPT as VERBALIZER_PROMPT
+    from ecab.construct.sim_policy import VerbalizerPolicy
+    from ecab.judge.llm import JUDGE_SYSTEM_PROMPT
+    from ecab.judge.sim_policy import JudgePolicy
+
+    judge = [{"role": "system", "content": JUDGE_SYSTEM_PROMPT}, {"role": "user", "content": "=== RUBRICS ==="}]
+    verbalizer = [{"role": "system", "content": VERBALIZER_PROMPT},
+                  {"role": "user", "content": "=== TEMPLATE QUERY ===\nI need a kettle."}]
+    with SimServer({}, [JudgePolicy, VerbalizerPolicy]) as sim:
+        async def ask(messages):
+            response = await client_for(sim).chat.completions.create(model="m", messages=messages)
+            return response.choices[0].message.content
+        assert json.loads(asyncio.run(ask(judge))) == {"results": []}
+        assert asyncio.run(ask(verbalizer)).startswith("I'm shopping for a kettle.")
+        with pytest.raises(openai.BadRequestError, match="no reply policy"):
+            asyncio.run(ask([SYSTEM, {"role": "user", "content": QUERY}]))
+        assert sim.stats["400"] == 1
 
 
 def test_cli_prints_its_url_and_serves():
@@ -229,7 +258,7 @@ def test_cli_prints_its_url_and_serves():
 
 def test_throughput(capsys):
     """Many concurrent short conversations: report requests per second (a floor, not a benchmark)."""
-    with SimServer() as sim:
+    with agent_sim() as sim:
         async def load():
             client = client_for(sim)
             started = time.perf_counter()

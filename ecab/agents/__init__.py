@@ -9,9 +9,22 @@ OFFLINE_KINDS = ("oracle", "heuristic", "random")
 LLM_KINDS = ("openai",)
 
 
-def make_agent(model_cfg: Any, task, seed: int, budget: int = 100) -> Agent:
-    """A fresh agent for one episode (agents keep per-episode state; LLM agents share one client)."""
-    kind = model_cfg["kind"] if isinstance(model_cfg, dict) else model_cfg.kind
+def _kind(model_cfg: Any) -> str:
+    return model_cfg["kind"] if isinstance(model_cfg, dict) else model_cfg.kind
+
+
+def llm_settings(model_cfg: Any):
+    """The model layer's settings (ecab.llm.ModelSettings) of an LLM model config; None for offline agents."""
+    if _kind(model_cfg) not in LLM_KINDS:
+        return None
+    from ecab.llm import ModelSettings
+    return ModelSettings.from_config(model_cfg)
+
+
+def make_agent(model_cfg: Any, task, seed: int, budget: int = 100, *, chat=None) -> Agent:
+    """A fresh agent for one episode (agents keep per-episode state). LLM agents share `chat`, the chat client
+    the runner built with the endpoint's limiter; without one an LLM agent makes its own, without a limiter."""
+    kind = _kind(model_cfg)
     if kind == "oracle":
         from ecab.agents.oracle import OracleAgent
         return OracleAgent(task)
@@ -23,5 +36,6 @@ def make_agent(model_cfg: Any, task, seed: int, budget: int = 100) -> Agent:
         return RandomAgent(task, seed)
     if kind == "openai":
         from ecab.agents.openai_agent import OpenAIAgent
-        return OpenAIAgent(model_cfg, budget)
+        from ecab.llm.client import ChatClient
+        return OpenAIAgent(chat if chat is not None else ChatClient(llm_settings(model_cfg)), budget)
     raise ValueError(f"unknown model kind '{kind}' (kinds: {', '.join(OFFLINE_KINDS + LLM_KINDS)})")

@@ -1,8 +1,9 @@
 """`python -m ecab.bench.throughput`: episodes per second through the LLM path, runner=local vs runner=ray.
 
-A benchmark, not a test. It starts the simulated OpenAI-compatible endpoint (ecab/sim, `SimServer`) with a
-fixed latency L (1 s by default) and runs the `sim` model (the real openai client, tenacity, the adaptive
-limiter) on the cached default catalog, at concurrency C in {64, 256, 1024}, with both runners in one run:
+A benchmark, not a test. It starts the simulated OpenAI-compatible endpoint (ecab/sim, in its own process:
+`SimProcess`) with a fixed latency L (1 s by default) and runs the `sim` model (the real openai client, tenacity,
+the adaptive limiter) on the cached default catalog, at concurrency C in {64, 256, 1024}, with both runners in
+one run:
 
 - achieved episodes/s in steady state (all C slots busy) vs the ideal C / (steps x L), where steps is the
   measured mean number of LLM turns per episode, and where a step's time went (the LLM call, limiter
@@ -140,7 +141,7 @@ class Setup:
 def run_case(setup: Setup, runner: str, concurrency: int, latency_s: float, budget: int, n_units: int,
              rpm: float | None, workers: int, replicas: int = 1) -> dict:
     from ecab.env.episode import EpisodeSettings
-    from ecab.runner.limits import LimiterSettings, installed_limiters, reset_limiters, set_default_settings
+    from ecab.llm.limits import LimiterSettings
     from ecab.runner.store import RunFolder
     from ecab.sim.process import SimProcess
 
@@ -156,17 +157,20 @@ def run_case(setup: Setup, runner: str, concurrency: int, latency_s: float, budg
         folder = RunFolder(Path(tmp) / "run").create()
         started = time.monotonic()
         if runner == "local":
+            from ecab.agents import llm_settings
+            from ecab.llm.client import ChatClient
+            from ecab.llm.limits import AdaptiveLimiter
             from ecab.runner.local import run_units
 
-            reset_limiters()
-            set_default_settings(limits)
+            local_limiter = AdaptiveLimiter(limits)      # fresh per case, as runner=local builds one per run
+            chat = ChatClient(llm_settings(model), limiter=local_limiter)
             setup.catalog.clear_caches()   # every case starts cold, as runner=ray's fresh actors do
             with PeakRss() as memory:
                 trajs = asyncio.run(run_units(units, tasks, setup.catalog, model, settings, folder,
                                               concurrency=concurrency, progress=False,
                                               tool_options={"search_mode": setup.cfg.tools.search},
-                                              on_done=lambda t: finish.append(time.time())))
-            limiter = next(iter(installed_limiters().values())).describe()
+                                              on_done=lambda t: finish.append(time.time()), chat=chat))
+            limiter = local_limiter.describe()
             search_cache = setup.catalog.search_cache_stats()
             memory_mb = memory.growth_mb
         else:

@@ -13,14 +13,16 @@ template query stays. `draft.meta["verbalizer"]` says which ("llm" | "template_f
 and the failures. Rubrics, persona and clarification answers are never touched: the rubric lock check of
 validation proves it.
 
-Every reply is cached on disk with the LLM judge's cache (keyed by model id, temperature and the messages),
-so a rebuild with the same config is byte-identical and calls no model. Transport errors are retried with the
-shared policy of ecab.agents.retry (the openai client's own retries off); a call that still fails raises,
-and the pipeline records the candidate as a generation_runtime_error.
+Requests go through the model layer's chat client (ecab/llm/client.py, its blocking path: construction's
+workers have no event loop). Every reply is cached on disk by it (keyed by model id, temperature and the
+messages), so a rebuild with the same config is byte-identical and calls no model. Transport errors are
+retried by its policy; a call that still fails raises, and the pipeline records the candidate as a
+generation_runtime_error.
 
 The settings are resolved once, before any work, in `pipeline.Settings.from_cfg` (`resolve`): the API key is
 checked (a missing one is one ConfigError naming its variable), and `model: sim` starts ecab's simulator in
-this process, whose URL then reaches the spawned workers inside `Settings`.
+this process, with the verbalizer's reply policy (construct/sim_policy.py); its URL then reaches the spawned
+workers inside `Settings`.
 """
 from __future__ import annotations
 
@@ -28,7 +30,6 @@ import atexit
 import dataclasses
 import functools
 import json
-import os
 import random
 import re
 import threading
@@ -39,6 +40,9 @@ from ecab.config import ConfigError
 from ecab.construct import validate
 from ecab.construct.draft import Draft
 from ecab.construct.verbalize import verbalize as template_verbalize
+from ecab.llm.cache import ReplyCache
+from ecab.llm.client import ChatClient, ChatError
+from ecab.llm.settings import ModelSettings
 
 LLM = "llm"
 TEMPLATE_FALLBACK = "template_fallback"
@@ -65,29 +69,23 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 @dataclass(frozen=True)
 class LLMVerbalizerSettings:
-    """Everything a process needs to call the model; hashable, so each process builds one client for it.
-    The API key is not here: each process reads it from the variable `api_key_env` names."""
+    """The `construct.llm` block: the verbalizer's model and its own knobs. Hashable, so each process builds
+    one client for it. The API key is not here: each process reads it from the variable the model names.
 
-    model: str                      # the conf/model name (or "inline")
-    model_id: str
-    base_url: str | None            # for model=sim: the simulator the parent started
-    api_key_env: str | None
-    temperature: float | None       # None for reasoning models (model.reasoning_effort), like the judge
-    max_tokens: int | None
-    max_tokens_param: str
-    reasoning_effort: str | None
-    extra_body: str                 # JSON text (a dict would make the settings unhashable)
-    timeout_s: float
-    transport_attempts: int         # tenacity attempts per request (the model config's max_attempts)
-    max_retry_wait_s: float
-    backoff_base_s: float
-    max_attempts: int               # replies asked for per query (construct.llm.max_attempts)
+    `model` is the model layer's settings of `construct.llm.model` as the verbalizer calls it: its temperature
+    (`construct.llm.temperature`; none for a reasoning model), output limit, and, for model=sim, the URL of
+    the simulator the parent started. `max_replies` (`construct.llm.max_attempts`) is how many replies are
+    asked for per query."""
+
+    model: ModelSettings
+    max_replies: int
     cache_dir: str | None           # None: no disk cache
 
     def fingerprint_fields(self) -> dict[str, Any]:
         """What changes the generated text (never the simulator's port, the cache or the retry waits)."""
-        return {"model_id": self.model_id, "temperature": self.temperature, "reasoning_effort": self.reasoning_effort,
-                "extra_body": json.loads(self.extra_body), "max_attempts": self.max_attempts}
+        m = self.model
+        return {"model_id": m.model_id, "temperature": m.temperature, "reasoning_effort": m.reasoning_effort,
+                "extra_body": m.extra_body, "max_attempts": self.max_replies}
 
 
 def _plain(value: Any) -> Any:
@@ -96,51 +94,20 @@ def _plain(value: Any) -> Any:
 
 
 def resolve(llm_cfg: Any) -> LLMVerbalizerSettings:
-    """The `construct.llm` block, checked before any work: model config, API key, simulator.
-
-    Model settings are read exactly as the LLM judge reads them (JudgeSettings.from_config); its error
-    messages are re-keyed to construct.llm.
-    """
-    from ecab.judge.llm import JudgeSettings, load_model_config
+    """The `construct.llm` block, checked before any work: model config, API key, simulator."""
+    from ecab.llm.keys import resolve_api_key
 
     cfg = dict(_plain(llm_cfg) or {})
     cfg.setdefault("model", "sim")
-    try:
-        model = load_model_config(cfg["model"])
-        judge = JudgeSettings.from_config({
-            "model": model, "temperature": cfg.get("temperature", 0.0), "max_tokens": cfg.get("max_tokens"),
-            "max_attempts": cfg.get("max_attempts", 2), "transport_attempts": int(model.get("max_attempts") or 6),
-            "timeout_s": float(model.get("timeout_s") or 120.0), "json_mode": False,
-            "cache": cfg.get("cache", True), "cache_dir": cfg.get("cache_dir")})
-    except ConfigError as exc:
-        raise ConfigError(str(exc).replace("judge.", "construct.llm.")) from None
-    name = cfg["model"] if isinstance(cfg["model"], str) else str(model.get("name") or "inline")
-    _check_api_key(model, name)
-    base_url = judge.base_url or _simulator_url(judge)
-    return LLMVerbalizerSettings(
-        model=name,
-        model_id=judge.model_id, base_url=base_url, api_key_env=model.get("api_key_env") or None,
-        temperature=judge.temperature, max_tokens=judge.max_tokens, max_tokens_param=judge.max_tokens_param,
-        reasoning_effort=judge.reasoning_effort, extra_body=json.dumps(judge.extra_body, sort_keys=True),
-        timeout_s=judge.timeout_s, transport_attempts=judge.transport_attempts,
-        max_retry_wait_s=judge.max_retry_wait_s, backoff_base_s=judge.backoff_base_s,
-        max_attempts=judge.max_attempts, cache_dir=str(judge.cache_dir) if judge.cache and judge.cache_dir else None)
-
-
-def _check_api_key(model: dict[str, Any], name: str) -> None:
-    """The API-key rule of ecab.agents.keys, with advice that fits construction (its own names the agent's
-    offline models, which cannot verbalize)."""
-    from ecab.agents.keys import resolve_api_key
-
-    variable = model.get("api_key_env")
-    try:
-        resolve_api_key(model)
-    except ConfigError:
-        if not variable or os.environ.get(str(variable), "").strip():
-            raise                          # not a missing key (a key written into the config)
-        raise ConfigError(f"construct.llm.model={name} needs the environment variable {variable} (its API key); "
-                          f"export {variable}=... and run again, or verbalize offline with construct.llm.model=sim"
-                          ) from None
+    model = ModelSettings.from_config(cfg["model"], config_key="construct.llm.model")
+    replies = cfg.get("max_attempts", 2)
+    if not isinstance(replies, int) or isinstance(replies, bool) or replies < 1:
+        raise ConfigError(f"construct.llm.max_attempts must be a positive integer, got {replies!r}")
+    model = model.for_role(temperature=cfg.get("temperature", 0.0), max_output_tokens=cfg.get("max_tokens"))
+    resolve_api_key(model, offline="verbalize offline with construct.llm.model=sim")
+    cache_dir = cfg.get("cache_dir") if cfg.get("cache", True) else None
+    return LLMVerbalizerSettings(model=_simulated(model), max_replies=replies,
+                                 cache_dir=str(cache_dir) if cache_dir else None)
 
 
 # One simulator per distinct `sim` block and process: Settings.from_cfg runs several times per build
@@ -149,19 +116,20 @@ _SIMULATORS: dict[str, Any] = {}
 _SIMULATORS_LOCK = threading.Lock()
 
 
-def _simulator_url(judge) -> str | None:
-    """model=sim with base_url null: serve the simulator in this process (stopped at exit), as
-    `python -m ecab.run model=sim` and the sim judge do; None for a real endpoint (the openai default)."""
-    if not isinstance(judge.model.get("sim"), dict):
-        return None
-    from ecab.judge.dispatch import start_judge_simulator
-    key = json.dumps(judge.model["sim"], sort_keys=True)
+def _simulated(model: ModelSettings) -> ModelSettings:
+    """model=sim with base_url null: the settings pointing at the simulator this process serves (stopped at
+    exit) with the verbalizer's reply policy; any other model as it is."""
+    if not model.simulated:
+        return model
+    from ecab.construct.sim_policy import VerbalizerPolicy
+    from ecab.sim import serve_if_simulated
+    key = json.dumps(model.sim, sort_keys=True)
     with _SIMULATORS_LOCK:
         if key not in _SIMULATORS:
-            server = start_judge_simulator(judge)       # sets judge.base_url
+            served, server = serve_if_simulated(model, [VerbalizerPolicy])
             atexit.register(server.stop)
-            _SIMULATORS[key] = server
-        return _SIMULATORS[key].base_url
+            _SIMULATORS[key] = served.base_url
+        return model.replace(base_url=_SIMULATORS[key])
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -228,9 +196,7 @@ class LLMVerbalizer:
 
     def __init__(self, settings: LLMVerbalizerSettings):
         self.settings = settings
-        self._client = None
-        self._cache = None
-        self._api_key: str | None = None
+        self._chat: ChatClient | None = None
 
     def __call__(self, draft: Draft, rng: random.Random) -> None:
         template_verbalize(draft, rng)
@@ -239,7 +205,7 @@ class LLMVerbalizer:
                     {"role": "user", "content": user_prompt(template_query, required_phrases(draft))}]
         failures: list[list[str]] = []       # the issues of each rejected reply, in order
         accepted = False
-        for _ in range(self.settings.max_attempts):
+        for _ in range(self.settings.max_replies):
             content = self.reply(messages)
             rewrite = clean_reply(content)
             issues = rewrite_issues(draft, template_query, rewrite)
@@ -257,85 +223,25 @@ class LLMVerbalizer:
 
     def reply(self, messages: list[dict[str, str]]) -> str:
         """The model's reply to `messages`: from the disk cache when present, else asked and stored."""
-        from ecab.judge.cache import cache_key
-
-        s = self.settings
-        cache = self.cache
-        key = cache_key(s.model_id, s.temperature, messages)
-        if cache is not None and (hit := cache.get(key)) is not None:
+        chat = self.chat
+        if (hit := chat.cached(messages)) is not None:
             return hit.content
-        content, usage = self._complete(messages)
-        if cache is not None:
-            cache.put(key, s.model_id, content, usage)
-        return content
-
-    @property
-    def cache(self):
-        if self._cache is None and self.settings.cache_dir:
-            from ecab.judge.cache import JudgeCache
-            self._cache = JudgeCache(self.settings.cache_dir)
-        return self._cache
-
-    @property
-    def client(self):
-        if self._client is None:
-            import openai
-
-            from ecab.agents.keys import NO_KEY_PLACEHOLDER, resolve_api_key
-            self._api_key = resolve_api_key({"api_key_env": self.settings.api_key_env, "name": self.settings.model})
-            # max_retries=0: every retry is made (and counted) by the shared policy in _complete
-            self._client = openai.OpenAI(api_key=self._api_key or NO_KEY_PLACEHOLDER, base_url=self.settings.base_url,
-                                         max_retries=0, timeout=self.settings.timeout_s)
-        return self._client
-
-    def _request(self, messages: list[dict[str, str]]) -> dict[str, Any]:
-        s = self.settings
-        kwargs: dict[str, Any] = {"model": s.model_id, "messages": messages}
-        if s.temperature is not None:
-            kwargs["temperature"] = s.temperature
-        if s.max_tokens:
-            kwargs[s.max_tokens_param] = int(s.max_tokens)
-        if s.reasoning_effort:
-            kwargs["reasoning_effort"] = s.reasoning_effort
-        extra = json.loads(s.extra_body)
-        if extra:
-            kwargs["extra_body"] = extra
-        return kwargs
-
-    def _complete(self, messages: list[dict[str, str]]) -> tuple[str, dict[str, Any]]:
-        """One chat completion under the shared retry policy; (content, usage) or a RuntimeError."""
-        from ecab.agents.keys import scrub
-        from ecab.agents.retry import describe_error
-
-        s = self.settings
-        client, kwargs = self.client, self._request(messages)
         try:
-            for attempt in sync_retrying(max_attempts=s.transport_attempts, max_wait=s.max_retry_wait_s,
-                                         backoff_base=s.backoff_base_s):
-                with attempt:
-                    response = client.chat.completions.create(**kwargs)
-        except Exception as exc:  # noqa: BLE001 - re-raised with a secret-free message
-            raise RuntimeError(f"LLM verbalizer call to {s.model_id} failed: "
-                               f"{scrub(describe_error(exc), self._api_key)}") from None
-        choice = response.choices[0] if response.choices else None
-        content = (choice.message.content or "") if choice is not None else ""
-        usage = response.usage
-        paid = {"input_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
-                "output_tokens": int(getattr(usage, "completion_tokens", 0) or 0)}
-        return content, paid
+            reply = chat.complete_blocking(chat.request(messages))
+        except ChatError as exc:
+            raise RuntimeError(f"LLM verbalizer call to {chat.settings.model_id} failed: {exc.detail}") from None
+        chat.remember(messages, reply.content, {"input_tokens": reply.tokens.prompt,
+                                                "output_tokens": reply.tokens.completion,
+                                                "cost_usd": reply.cost_usd})
+        return reply.content
 
-
-def sync_retrying(**kwargs):
-    """ecab's retry policy (`ecab.agents.retry.retrying`: what is retried, Retry-After, backoff) for a
-    synchronous client: the same stop / wait / retry objects in a tenacity.Retrying, which sleeps with
-    time.sleep instead of asyncio."""
-    import tenacity
-
-    from ecab.agents.retry import retrying
-
-    policy = retrying(**kwargs)
-    return tenacity.Retrying(stop=policy.stop, wait=policy.wait, retry=policy.retry,
-                             before_sleep=policy.before_sleep, reraise=True)
+    @property
+    def chat(self) -> ChatClient:
+        """The chat client, opened on first use (in the worker process that verbalizes), with the reply cache."""
+        if self._chat is None:
+            cache = ReplyCache(self.settings.cache_dir) if self.settings.cache_dir else None
+            self._chat = ChatClient(self.settings.model, cache=cache)
+        return self._chat
 
 
 @functools.lru_cache(maxsize=None)

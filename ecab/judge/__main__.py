@@ -47,7 +47,7 @@ def judge_config(run_dir: Path, overrides: list[str]) -> DictConfig:
     return cfg
 
 
-def rejudge(run_dir: str | Path, overrides: list[str] | None = None, *, client=None) -> dict:
+def rejudge(run_dir: str | Path, overrides: list[str] | None = None) -> dict:
     """Re-judge the run folder with the judge of `overrides`; rewrites the verdict files and the summary."""
     from ecab.catalog.build import ensure_catalog
     from ecab.judge.dispatch import check_judge_config, judge_all, judge_model_name, write_verdict_files
@@ -67,7 +67,7 @@ def rejudge(run_dir: str | Path, overrides: list[str] | None = None, *, client=N
         raise FormatError("no trajectories to judge", path=folder.trajectories_dir)
     catalog = ensure_catalog(cfg.catalog, Path(cfg.cache_dir))
     started = time.perf_counter()
-    judgements, describe = judge_all(cfg.judge, tasks, trajectories, catalog, client=client)
+    judgements, describe = judge_all(cfg.judge, tasks, trajectories, catalog)
     describe["judged_at"] = time.strftime("%Y-%m-%dT%H:%M:%S")
     describe["wall_s"] = round(time.perf_counter() - started, 3)
     write_verdict_files(run_dir, str(cfg.judge.name), judgements)

@@ -36,17 +36,10 @@ def check_judge_config(judge_cfg: Any) -> None:
         return
     if judge_cfg.name != "llm":
         raise ConfigError(f"judge.name must be rules or llm, got {judge_cfg.name!r}")
-    import os
-
-    from ecab.agents.keys import resolve_api_key
     from ecab.judge.llm import JudgeSettings
-    model = JudgeSettings.from_config(judge_cfg).model
-    variable = model.get("api_key_env")
-    if variable and not os.environ.get(str(variable), "").strip():
-        raise ConfigError(f"judge.model {model.get('name') or model.get('model_id')} needs the environment variable "
-                          f"{variable} (its API key); export {variable}=... and run again, or judge offline "
-                          "with judge=rules or judge=llm judge.model=sim")
-    resolve_api_key(model)          # also refuses a key written into the config
+    from ecab.llm.keys import resolve_api_key
+    resolve_api_key(JudgeSettings.from_config(judge_cfg).model,
+                    offline="judge offline with judge=rules or judge=llm judge.model=sim")
 
 
 def _review_checker(judge_cfg: Any):
@@ -55,9 +48,10 @@ def _review_checker(judge_cfg: Any):
     return ReviewChecker(threshold=threshold) if threshold is not None else ReviewChecker()
 
 
-def judge_all(judge_cfg: Any, tasks: dict[str, Task], trajectories: Iterable[Trajectory], catalog, *,
-              client: Any = None) -> tuple[list[Judgement], dict[str, Any]]:
-    """(one Judgement per trajectory, a description of the judge for the manifest)."""
+def judge_all(judge_cfg: Any, tasks: dict[str, Task], trajectories: Iterable[Trajectory],
+              catalog) -> tuple[list[Judgement], dict[str, Any]]:
+    """(one Judgement per trajectory, a description of the judge for the manifest). judge.model=sim (no
+    base_url) serves the simulator, with the judge's reply policy, for the judging pass."""
     trajectories = [t for t in trajectories if t.id in tasks]
     checker = _review_checker(judge_cfg)
     if judge_cfg.name == "rules":
@@ -66,32 +60,22 @@ def judge_all(judge_cfg: Any, tasks: dict[str, Task], trajectories: Iterable[Tra
                       for t in trajectories]
         return judgements, {"name": "rules", "review_checker": checker.describe()}
     check_judge_config(judge_cfg)
-    from ecab.agents.keys import resolve_api_key
     from ecab.judge.llm import JudgeSettings, judge_all_llm, open_cache
+    from ecab.judge.sim_policy import JudgePolicy
+    from ecab.sim import serve_if_simulated
     settings = JudgeSettings.from_config(judge_cfg)
-    api_key = resolve_api_key(settings.model)
+    model, simulator = serve_if_simulated(settings.model, [JudgePolicy])
+    settings = settings.with_model(model)
     cache = open_cache(settings)
-    simulator = start_judge_simulator(settings) if client is None else None
     try:
         judgements, describe = asyncio.run(judge_all_llm(settings, tasks, trajectories, catalog, cache=cache,
-                                                         client=client, api_key=api_key, review_checker=checker))
+                                                         review_checker=checker))
     finally:
         if cache is not None:
             cache.close()
         if simulator is not None:
             simulator.stop()
     return judgements, describe
-
-
-def start_judge_simulator(settings):
-    """judge.model=sim (a model with a `sim` block and no base_url): serve the simulator for the judging
-    pass, as `python -m ecab.run model=sim` does for the agent; its judge policy answers the prompts."""
-    if settings.base_url or not isinstance(settings.model.get("sim"), dict):
-        return None
-    from ecab.sim import SimServer
-    server = SimServer(settings.model["sim"])
-    settings.base_url = server.start()
-    return server
 
 
 def _file_judge(path: Path) -> str | None:

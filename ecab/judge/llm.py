@@ -12,15 +12,16 @@ What changes from the original judge (docs/original-harness.md §4.2, §8 items 
   strings "true"/"false" are read as such; "false" is never truthy). A reply with missing, extra or
   duplicate ids or a wrong type is retried with a note saying what was wrong, up to `max_attempts`;
   after that the rubrics are marked unscored (satisfied None, method llm), never counted wrong;
-- replies are cached on disk (cache.py): re-judging a run costs no calls;
-- transport errors (429, 5xx, timeouts) are retried by the shared policy in ecab.agents.retry, with the
-  openai client's own retries off; calls run concurrently under a semaphore.
+- replies are cached on disk (ecab/llm/cache.py, through the chat client): re-judging a run costs no calls;
+- requests go through the model layer's chat client (ecab/llm/client.py): transport errors (429, 5xx,
+  timeouts) are retried by its policy, `judge.concurrency` requests in flight.
 - Exact-match episodes are still judged by default (judge_misjudged_count needs it); `skip_exact: true`
   keeps the rules verdicts for them and saves the calls.
 """
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 from dataclasses import dataclass, field
@@ -29,10 +30,12 @@ from typing import Any, Iterable, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-from ecab.config import CONF_DIR, ConfigError
+from ecab.config import ConfigError
 from ecab.fields import lookup_detail
-from ecab.judge.cache import JudgeCache, cache_key
 from ecab.judge.rules import check_rubric, no_product_verdict
+from ecab.llm.cache import ReplyCache
+from ecab.llm.client import ChatClient, ChatError
+from ecab.llm.settings import ModelSettings
 from ecab.schema import Judgement, Product, Review, Rubric, Task, Trajectory, Verdict, Voucher
 
 LLM = "llm"
@@ -72,71 +75,34 @@ def _plain(value: Any) -> Any:
     return OmegaConf.to_container(value, resolve=True) if isinstance(value, DictConfig) else value
 
 
-def load_model_config(model: Any) -> dict[str, Any]:
-    """The judge's endpoint: a conf/model/<name>.yaml by name, or an inline block (dict)."""
-    if isinstance(model, str):
-        path = CONF_DIR / "model" / f"{model}.yaml"
-        if not path.is_file():
-            choices = ", ".join(sorted(p.stem for p in (CONF_DIR / "model").glob("*.yaml")))
-            raise ConfigError(f"judge.model: unknown model '{model}'; choose one of: {choices}, "
-                              "or give an inline block with base_url and model_id")
-        model = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
-    model = _plain(model)
-    if not isinstance(model, dict):
-        raise ConfigError(f"judge.model must be a model name or a block with base_url and model_id, got {model!r}")
-    return dict(model)
-
-
-def _price(model: dict[str, Any], which: str) -> float:
-    """USD per million tokens, from the model config's `price_per_million: {input, output}` (conf/model)."""
-    block = model.get("price_per_million") or {}
-    value = block.get(which) if isinstance(block, dict) else None
-    if value is None:
-        value = model.get(f"price_{which}_per_mtok")        # a flat key, for inline blocks
-    try:
-        return float(value or 0.0)
-    except (TypeError, ValueError):
-        raise ConfigError(f"judge.model.price_per_million.{which} must be a number, got {value!r}") from None
-
-
-@dataclass
+@dataclass(frozen=True)
 class JudgeSettings:
-    model: dict[str, Any]
-    model_id: str
-    base_url: str | None
-    temperature: float | None = 0.0
-    max_tokens: int | None = 2048
+    """The `judge` group for judge=llm (conf/judge/llm.yaml): the judge's model and the judge's own knobs.
+
+    `model` is the model layer's settings of `judge.model` as the judge calls it: its temperature
+    (`judge.temperature`; none for a reasoning model), output limit (`judge.max_tokens`, else the model's),
+    HTTP attempts per request (`judge.transport_attempts`), timeout (`judge.timeout_s`) and requests in
+    flight (`judge.concurrency`). `max_replies` (`judge.max_attempts`) is how many replies are asked for when
+    one does not match the rubric ids."""
+
+    model: ModelSettings
     granularity: str = "sample"
     types: tuple[str, ...] = ("review_opinion",)
     attribute_fallback: bool = False
     skip_exact: bool = False
-    max_attempts: int = 3
-    transport_attempts: int = 6
-    concurrency: int = 8
-    timeout_s: float = 120.0
+    max_replies: int = 3
     json_mode: bool = True
     cache: bool = True
     cache_dir: str | None = None
     max_reviews: int = MAX_REVIEWS
-    price_input_per_mtok: float = 0.0
-    price_output_per_mtok: float = 0.0
-    # from the model config (conf/model/*.yaml): request shape and the retry waits of that endpoint
-    max_tokens_param: str = "max_tokens"
-    reasoning_effort: str | None = None
-    extra_body: dict[str, Any] = field(default_factory=dict)
-    max_retry_wait_s: float = 60.0
-    backoff_base_s: float = 1.0
 
     @classmethod
     def from_config(cls, judge_cfg: Any) -> "JudgeSettings":
-        """From the `judge` config group (conf/judge/llm.yaml); one ConfigError naming the bad key."""
+        """From the `judge` config group; one ConfigError naming the bad key."""
         cfg = _plain(judge_cfg) or {}
         if cfg.get("model") in (None, ""):
             raise ConfigError("judge.model is required for judge=llm (a conf/model name or an inline block)")
-        model = load_model_config(cfg["model"])
-        model_id = model.get("model_id") or model.get("model")
-        if not model_id:
-            raise ConfigError("judge.model: the model block has no model_id")
+        model = ModelSettings.from_config(cfg["model"], config_key="judge.model")
         granularity = cfg.get("granularity", "sample")
         if granularity not in GRANULARITIES:
             raise ConfigError(f"judge.granularity must be one of {list(GRANULARITIES)}, got {granularity!r}")
@@ -148,36 +114,28 @@ class JudgeSettings:
             value = cfg.get(key, 1)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f"judge.{key} must be a positive integer, got {value!r}")
-        temperature = cfg.get("temperature", 0.0)
-        if model.get("reasoning_effort"):
-            # OpenAI reasoning models (gpt-5*) reject any temperature but their default: send none
-            temperature = None
-        return cls(model=model, model_id=str(model_id), base_url=model.get("base_url"),
-                   temperature=None if temperature is None else float(temperature),
-                   max_tokens=cfg.get("max_tokens") or model.get("max_output_tokens") or 4096,
-                   granularity=granularity, types=types,
+        model = model.for_role(temperature=cfg.get("temperature", 0.0), max_output_tokens=cfg.get("max_tokens"),
+                               max_attempts=int(cfg.get("transport_attempts", 6)),
+                               timeout_s=float(cfg.get("timeout_s", 120.0)), concurrency=int(cfg.get("concurrency", 8)))
+        return cls(model=model, granularity=granularity, types=types,
                    attribute_fallback=bool(cfg.get("attribute_fallback", False)),
-                   skip_exact=bool(cfg.get("skip_exact", False)), max_attempts=int(cfg.get("max_attempts", 3)),
-                   transport_attempts=int(cfg.get("transport_attempts", 6)),
-                   concurrency=int(cfg.get("concurrency", 8)), timeout_s=float(cfg.get("timeout_s", 120.0)),
+                   skip_exact=bool(cfg.get("skip_exact", False)), max_replies=int(cfg.get("max_attempts", 3)),
                    json_mode=bool(cfg.get("json_mode", True)), cache=bool(cfg.get("cache", True)),
-                   cache_dir=cfg.get("cache_dir"),
-                   max_reviews=int(cfg.get("max_reviews", MAX_REVIEWS)),
-                   price_input_per_mtok=_price(model, "input"), price_output_per_mtok=_price(model, "output"),
-                   max_tokens_param=str(model.get("max_tokens_param") or "max_tokens"),
-                   reasoning_effort=model.get("reasoning_effort"), extra_body=dict(model.get("extra_body") or {}),
-                   max_retry_wait_s=float(model.get("max_retry_wait_s") or 60.0),
-                   backoff_base_s=float(model.get("backoff_base_s") or 1.0))
+                   cache_dir=cfg.get("cache_dir"), max_reviews=int(cfg.get("max_reviews", MAX_REVIEWS)))
 
-    def cost(self, input_tokens: int, output_tokens: int) -> float:
-        return (input_tokens * self.price_input_per_mtok + output_tokens * self.price_output_per_mtok) / 1e6
+    @property
+    def model_id(self) -> str:
+        return self.model.model_id
+
+    def with_model(self, model: ModelSettings) -> "JudgeSettings":
+        return dataclasses.replace(self, model=model)
 
     def describe(self) -> dict[str, Any]:
         """For the manifest: what judged, never the key."""
-        return {"name": LLM, "model_id": self.model_id, "base_url": self.base_url, "temperature": self.temperature,
-                "granularity": self.granularity, "types": list(self.types),
+        return {"name": LLM, "model_id": self.model.model_id, "base_url": self.model.base_url,
+                "temperature": self.model.temperature, "granularity": self.granularity, "types": list(self.types),
                 "attribute_fallback": self.attribute_fallback, "skip_exact": self.skip_exact,
-                "max_attempts": self.max_attempts, "cache_dir": self.cache_dir}
+                "max_attempts": self.max_replies, "cache_dir": self.cache_dir}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -318,93 +276,48 @@ class Decision:
 
 
 class LLMJudge:
-    """Decides rubrics with an OpenAI-compatible model; one instance per judging pass (holds the client,
-    the cache and the concurrency gate)."""
+    """Decides rubrics with an OpenAI-compatible model; one instance per judging pass (holds the chat client,
+    whose gate bounds the requests in flight, and the reply cache)."""
 
-    def __init__(self, settings: JudgeSettings, *, cache: JudgeCache | None = None, client: Any = None,
-                 api_key: str | None = None):
+    def __init__(self, settings: JudgeSettings, *, cache: ReplyCache | None = None, chat: ChatClient | None = None):
         self.settings = settings
-        self.cache = cache
+        self.chat = chat if chat is not None else ChatClient(settings.model, cache=cache)
         self.usage = Usage()
-        self._client = client
-        self._api_key = api_key
-        self._gate: asyncio.Semaphore | None = None
-
-    @property
-    def client(self):
-        if self._client is None:
-            import logging
-
-            from openai import AsyncOpenAI
-            logging.getLogger("httpx").setLevel(logging.WARNING)   # one INFO line per request otherwise
-
-            from ecab.agents.keys import NO_KEY_PLACEHOLDER
-            self._client = AsyncOpenAI(base_url=self.settings.base_url, api_key=self._api_key or NO_KEY_PLACEHOLDER,
-                                       max_retries=0, timeout=self.settings.timeout_s)
-        return self._client
-
-    @property
-    def gate(self) -> asyncio.Semaphore:
-        if self._gate is None:      # created lazily so it binds to the running event loop
-            self._gate = asyncio.Semaphore(self.settings.concurrency)
-        return self._gate
 
     async def aclose(self) -> None:
-        if self._client is not None and hasattr(self._client, "close"):
-            await self._client.close()
+        await self.chat.aclose()
 
     # -- one request --------------------------------------------------------------------------------------
 
     async def _complete(self, messages: list[dict[str, str]], usage: Usage) -> str:
-        from ecab.agents.keys import scrub
-        from ecab.agents.retry import retrying
-
-        def on_retry(exc: BaseException, wait_s: float, attempt: int) -> None:
-            usage.retries += 1
-
-        kwargs: dict[str, Any] = {"model": self.settings.model_id, "messages": messages}
-        if self.settings.temperature is not None:
-            kwargs["temperature"] = self.settings.temperature
-        if self.settings.max_tokens:
-            kwargs[self.settings.max_tokens_param] = int(self.settings.max_tokens)
-        if self.settings.reasoning_effort:
-            kwargs["reasoning_effort"] = self.settings.reasoning_effort
-        if self.settings.extra_body:
-            kwargs["extra_body"] = self.settings.extra_body
-        if self.settings.json_mode:
-            kwargs["response_format"] = {"type": "json_object"}
+        """One reply's content (transport retries by the client's policy); JudgeReplyError when there is none."""
         try:
-            async for attempt in retrying(on_retry=on_retry, max_attempts=self.settings.transport_attempts,
-                                          max_wait=self.settings.max_retry_wait_s,
-                                          backoff_base=self.settings.backoff_base_s):
-                with attempt:
-                    async with self.gate:
-                        usage.calls += 1
-                        response = await self.client.chat.completions.create(**kwargs)
-        except Exception as exc:  # noqa: BLE001 -- any API failure leaves the rubrics unscored, never wrong
-            from ecab.agents.retry import describe_error
-            raise JudgeReplyError(f"judge call failed: {scrub(describe_error(exc), self._api_key)}") from None
-        if response.usage is not None:
-            inp, out = int(response.usage.prompt_tokens or 0), int(response.usage.completion_tokens or 0)
-            usage.input_tokens += inp
-            usage.output_tokens += out
-            usage.cost_usd += self.settings.cost(inp, out)
-        choice = response.choices[0] if response.choices else None
-        return (choice.message.content or "") if choice is not None else ""
+            reply = await self.chat.complete(self.chat.request(messages, json_mode=self.settings.json_mode))
+        except ChatError as exc:   # any API failure leaves the rubrics unscored, never wrong
+            usage.calls += exc.attempts
+            usage.retries += len(exc.retries)
+            raise JudgeReplyError(f"judge call failed: {exc.detail}") from None
+        usage.calls += reply.attempts
+        usage.retries += reply.log.count
+        usage.input_tokens += reply.tokens.prompt
+        usage.output_tokens += reply.tokens.completion
+        usage.cost_usd += reply.cost_usd
+        return reply.content
 
     async def decide(self, system: str, user: str, rubric_ids: Sequence[str]) -> Decision:
-        """Ask until the reply matches `rubric_ids` (at most max_attempts replies); cached when it does."""
+        """Ask until the reply matches `rubric_ids` (at most judge.max_attempts replies); cached when it does,
+        under the first request's messages (`prompt`), so a re-judge finds it."""
         usage = Usage()
-        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-        key = cache_key(self.settings.model_id, self.settings.temperature, messages)
-        if self.cache is not None and (hit := self.cache.get(key)) is not None:
+        prompt = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        messages = prompt
+        if (hit := self.chat.cached(prompt)) is not None:
             try:
                 usage.cache_hits += 1
                 return Decision(parse_results(hit.content, rubric_ids), usage=usage)
             except JudgeReplyError:
                 usage.cache_hits -= 1        # a stale entry (cannot happen unless edited): ask again
         error = ""
-        for attempt in range(1, self.settings.max_attempts + 1):
+        for attempt in range(1, self.settings.max_replies + 1):
             before = (usage.input_tokens, usage.output_tokens, usage.cost_usd)
             try:
                 content = await self._complete(messages, usage)
@@ -418,12 +331,11 @@ class LLMJudge:
                 messages = messages + [{"role": "assistant", "content": content},
                                        {"role": "user", "content": correction_note(error, rubric_ids)}]
                 continue
-            if self.cache is not None:
-                paid = {"input_tokens": usage.input_tokens - before[0], "output_tokens": usage.output_tokens - before[1],
-                        "cost_usd": round(usage.cost_usd - before[2], 8), "attempts": attempt}
-                self.cache.put(key, self.settings.model_id, content, paid)
+            paid = {"input_tokens": usage.input_tokens - before[0], "output_tokens": usage.output_tokens - before[1],
+                    "cost_usd": round(usage.cost_usd - before[2], 8), "attempts": attempt}
+            self.chat.remember(prompt, content, paid)     # only a reply that matched every rubric
             return Decision(results, usage=usage)
-        return Decision(None, f"unusable judge reply after {self.settings.max_attempts} attempt(s): {error}", usage)
+        return Decision(None, f"unusable judge reply after {self.settings.max_replies} attempt(s): {error}", usage)
 
     # -- one episode ----------------------------------------------------------------------------------------
 
@@ -513,11 +425,11 @@ def make_judgement(task: Task, traj: Trajectory, verdicts: list[Verdict], *, jud
 
 
 async def judge_all_llm(settings: JudgeSettings, tasks: dict[str, Task], trajectories: Iterable[Trajectory], catalog,
-                        *, cache: JudgeCache | None = None, client: Any = None, api_key: str | None = None,
-                        review_checker=None, judge_name: str = LLM) -> tuple[list[Judgement], dict[str, Any]]:
-    """Judge every trajectory concurrently (the gate bounds requests in flight); returns (judgements in
+                        *, cache: ReplyCache | None = None, review_checker=None,
+                        judge_name: str = LLM) -> tuple[list[Judgement], dict[str, Any]]:
+    """Judge every trajectory concurrently (the client's gate bounds requests in flight); returns (judgements in
     input order, a description with the usage totals for the manifest)."""
-    judge = LLMJudge(settings, cache=cache, client=client, api_key=api_key)
+    judge = LLMJudge(settings, cache=cache)
     started = time.perf_counter()
     try:
         judgements = await asyncio.gather(*(
@@ -533,5 +445,5 @@ async def judge_all_llm(settings: JudgeSettings, tasks: dict[str, Task], traject
     return list(judgements), describe
 
 
-def open_cache(settings: JudgeSettings) -> JudgeCache | None:
-    return JudgeCache(Path(settings.cache_dir)) if settings.cache and settings.cache_dir else None
+def open_cache(settings: JudgeSettings) -> ReplyCache | None:
+    return ReplyCache(Path(settings.cache_dir)) if settings.cache and settings.cache_dir else None

@@ -40,12 +40,13 @@ class DelayedAgent:
 
 async def run_unit(unit: Unit, task: Task, catalog, model_cfg: Any, settings: EpisodeSettings, *,
                    tool_options: dict[str, Any] | None = None, max_attempts: int = 2,
-                   step_delay_s: float = 0.0) -> Trajectory:
+                   step_delay_s: float = 0.0, chat=None) -> Trajectory:
     """One unit's episode. An infra_error episode is re-run up to `max_attempts` times in all; the last
-    attempt's record is kept (and says how many attempts it took)."""
+    attempt's record is kept (and says how many attempts it took). `chat`: the chat client an LLM agent
+    uses (the runner's, with the endpoint's limiter, shared by every episode)."""
     for attempt in range(1, max_attempts + 1):
         toolbox = ToolBox(catalog, task, **(tool_options or {}))
-        agent = make_agent(model_cfg, task, unit.seed, budget=settings.budget)
+        agent = make_agent(model_cfg, task, unit.seed, budget=settings.budget, chat=chat)
         if step_delay_s:
             agent = DelayedAgent(agent, step_delay_s)
         traj = await run_episode(task, agent, toolbox, settings, unit=unit.as_dict())
@@ -80,8 +81,9 @@ async def run_units(units: list[Unit], tasks: dict[str, Task], catalog, model_cf
                     settings: EpisodeSettings, folder: RunFolder, *, concurrency: int = 32,
                     tool_options: dict[str, Any] | None = None, writer: str = "local",
                     progress: bool = True, max_attempts: int = 2, step_delay_s: float = 0.0,
-                    on_done: Callable[[Trajectory], None] | None = None) -> list[Trajectory]:
-    """Run the units, appending each finished trajectory to the run folder; returns them in unit order."""
+                    on_done: Callable[[Trajectory], None] | None = None, chat=None) -> list[Trajectory]:
+    """Run the units, appending each finished trajectory to the run folder; returns them in unit order.
+    `chat`: the chat client every episode's LLM agent shares (with the endpoint's limiter)."""
     gate = asyncio.Semaphore(max(1, concurrency))
     widen_thread_pool(concurrency, catalog)
     bar = tqdm(total=len(units), desc="episodes", unit="ep", disable=not progress, dynamic_ncols=True)
@@ -89,7 +91,8 @@ async def run_units(units: list[Unit], tasks: dict[str, Task], catalog, model_cf
     async def one(unit: Unit) -> Trajectory:
         async with gate:
             traj = await run_unit(unit, tasks[unit.task_id], catalog, model_cfg, settings,
-                                  tool_options=tool_options, max_attempts=max_attempts, step_delay_s=step_delay_s)
+                                  tool_options=tool_options, max_attempts=max_attempts, step_delay_s=step_delay_s,
+                                  chat=chat)
             # Off the event loop (JSON, write, fsync); see docs/decisions.md#checkpoint-writes.
             await asyncio.to_thread(folder.append_trajectory, writer, traj)
             bar.update(1)
@@ -128,9 +131,10 @@ def tool_options(cfg: Any) -> dict[str, Any]:
 
 
 def limiter_settings(cfg: Any):
+    """runner.limits, the settings of the adaptive limiter the runner builds per endpoint (ecab/llm/limits.py)."""
     from omegaconf import OmegaConf
 
-    from ecab.runner.limits import LimiterSettings
+    from ecab.llm.limits import LimiterSettings
 
     try:
         return LimiterSettings.from_config(OmegaConf.select(cfg, "runner.limits", default=None))
@@ -142,20 +146,27 @@ def limiter_settings(cfg: Any):
 
 def run_config(cfg: Any, units: list[Unit], tasks: dict[str, Task], catalog, folder: RunFolder,
                settings: EpisodeSettings, *, on_done: Callable[[Trajectory], None] | None = None) -> dict:
-    """runner=local from the resolved config; returns the runner stats recorded in the manifest."""
-    from ecab.runner.limits import installed_limiters, reset_limiters, set_default_settings
+    """runner=local from the resolved config; returns the runner stats recorded in the manifest. An LLM model
+    gets one adaptive limiter for its endpoint and one chat client with it, both fresh for this run (the
+    limiter's asyncio primitives bind to this run's loop)."""
+    from ecab.agents import llm_settings
+    from ecab.llm.client import ChatClient
+    from ecab.llm.limits import AdaptiveLimiter, endpoint_key
 
-    reset_limiters()     # a fresh limiter per run: its asyncio primitives bind to this run's loop
-    set_default_settings(limiter_settings(cfg))
+    limits = limiter_settings(cfg)                          # checked whatever the model
+    model = llm_settings(cfg.model) if units else None     # no unit left to run: no endpoint to limit
+    limiters, chat = {}, None
+    if model is not None:
+        limiter = limiters[endpoint_key(model)] = AdaptiveLimiter(limits)
+        chat = ChatClient(model, limiter=limiter)
     concurrency = int(runner_setting(cfg, "concurrency", 32))
     trajectories = asyncio.run(run_units(
         units, tasks, catalog, cfg.model, settings, folder, concurrency=concurrency,
         progress=bool(cfg.run.progress), tool_options=tool_options(cfg),
         max_attempts=int(runner_setting(cfg, "max_attempts", 2)),
-        step_delay_s=float(runner_setting(cfg, "step_delay_s", 0.0)), on_done=on_done))
+        step_delay_s=float(runner_setting(cfg, "step_delay_s", 0.0)), on_done=on_done, chat=chat))
     return {"runner": "local", "concurrency": concurrency,
             "retried_units": sum(1 for t in trajectories if t.attempts > 1),
             "infra_reruns": sum(t.attempts - 1 for t in trajectories),
             "requeued_units": 0, "catalog_actor_restarts": 0,
-            "limiters": {key: limiter.describe() for key, limiter in installed_limiters().items()
-                         if hasattr(limiter, "describe")}}
+            "limiters": {key: limiter.describe() for key, limiter in limiters.items()}}

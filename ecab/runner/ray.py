@@ -368,8 +368,10 @@ class EpisodeWorkerService:
 
     def __init__(self, worker_id: str, spec: WorkerSpec, tasks: dict, meta: dict, catalog_actors: list,
                  limiters: dict[str, Any]):
+        from ecab.agents import llm_settings
         from ecab.env.episode import EpisodeSettings
-        from ecab.runner.limits import LimiterSettings, SyncedLimiter, install_limiter, set_default_settings
+        from ecab.llm.client import ChatClient
+        from ecab.llm.limits import LimiterSettings, SyncedLimiter, endpoint_key
         from ecab.runner.store import RunFolder
 
         # The catalog's blocking ray.get calls run in the tool threads, never on the event loop; Ray's
@@ -382,12 +384,12 @@ class EpisodeWorkerService:
         self.rss_start_mb = _rss_mb()
         self._started = False
         self.finished = 0
+        # This worker's share of each endpoint's window (the limiter actors), injected into the chat client that
+        # every episode's LLM agent shares.
         limiter_settings = LimiterSettings(**(spec.limiter_settings or {}))
-        if spec.limiter_settings:
-            set_default_settings(limiter_settings)
         self.limiters = {key: SyncedLimiter(handle, worker_id, limiter_settings) for key, handle in limiters.items()}
-        for key, limiter in self.limiters.items():
-            install_limiter(key, limiter)
+        model = llm_settings(spec.model_cfg)
+        self.chat = None if model is None else ChatClient(model, limiter=self.limiters.get(endpoint_key(model)))
 
     def ready(self) -> str:
         return ray.get_runtime_context().get_node_id()
@@ -402,7 +404,8 @@ class EpisodeWorkerService:
         unit_obj = Unit(**unit)
         traj = await run_unit(unit_obj, self.tasks[unit_obj.task_id], self.catalog, self.spec.model_cfg,
                               self.settings, tool_options=self.spec.tool_options,
-                              max_attempts=self.spec.max_attempts, step_delay_s=self.spec.step_delay_s)
+                              max_attempts=self.spec.max_attempts, step_delay_s=self.spec.step_delay_s,
+                              chat=self.chat)
         await asyncio.to_thread(self.folder.append_trajectory, self.worker_id, traj)
         self.finished += 1
         return {"key": list(unit_obj.key), "termination": traj.termination, "attempts": traj.attempts}
@@ -609,15 +612,18 @@ def _key(unit: dict) -> tuple:
 
 
 def start_limiters(model_cfgs: list[dict], settings: dict) -> dict[str, Any]:
-    """One limiter actor per distinct LLM endpoint (offline agents have no endpoint and need none)."""
-    from ecab.runner.limits import LimiterService, endpoint_key
+    """One limiter actor (running LimiterService) per distinct LLM endpoint, the OpenAI API's (base_url null)
+    included; offline agents have no endpoint and need none."""
+    from ecab.agents import llm_settings
+    from ecab.llm.limits import LimiterService, endpoint_key
 
     actor_cls = ray.remote(LimiterService)
     limiters: dict[str, Any] = {}
     for model_cfg in model_cfgs:
-        if not model_cfg.get("base_url"):
+        model = llm_settings(model_cfg)
+        if model is None:
             continue
-        key = endpoint_key(model_cfg)
+        key = endpoint_key(model)
         if key not in limiters:
             # acquire() waits inside the actor, so allow as many concurrent calls as episodes in flight.
             limiters[key] = actor_cls.options(num_cpus=0, max_concurrency=100_000).remote(settings)

@@ -1,7 +1,8 @@
 """`python -m ecab.sim [--port 0] [--latency-ms 20 --latency lognormal] [--rate-429 0.1] ...`
 
 Serves the simulated endpoint until interrupted and prints its base URL (first line of stdout), e.g. to
-point a run at it: `python -m ecab.run model=sim model.base_url=http://127.0.0.1:8123/v1`.
+point a run at it: `python -m ecab.run model=sim model.base_url=http://127.0.0.1:8123/v1`. It answers every
+stage's requests: the LLM judge's, the LLM verbalizer's and the agent's (`all_policies`).
 """
 from __future__ import annotations
 
@@ -37,6 +38,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def all_policies() -> list:
+    """Every stage's reply policy, in the order they are asked: the judge's and the verbalizer's claim their
+    own prompts, the agent's answers the rest."""
+    from ecab.agents.sim_policy import HeuristicPolicy
+    from ecab.construct.sim_policy import VerbalizerPolicy
+    from ecab.judge.sim_policy import JudgePolicy
+    return [JudgePolicy, VerbalizerPolicy, HeuristicPolicy]
+
+
 def main(argv: list[str] | None = None) -> int:
     import os
     args = parse_args(argv)
@@ -53,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
                        rate_429=args.rate_429, retry_after_s=args.retry_after_s, rpm=args.rpm, tpm=args.tpm,
                        rate_5xx=args.rate_5xx, malformed={k: getattr(args, k) for k in FAULT_KINDS},
                        api_key=key, seed=args.seed)
-    server = SimServer(config, host=args.host, port=args.port)
+    server = SimServer(config, all_policies(), host=args.host, port=args.port)
     url = server.start()
     print(url, flush=True)
     done = threading.Event()

@@ -1,164 +1,64 @@
-"""The simulator's "model": the heuristic agent, driven through stateless chat-completions requests.
+"""What the simulator answers with: its reply policies.
 
-HTTP is stateless, so every request carries the whole conversation. The policy rebuilds the heuristic
-agent's plan by replaying it: the plan is a generator of tool calls, and each call it made is found in the
-history (matched by name and arguments) together with its tool result, which is sent back into the plan.
-Assistant turns that do not match the plan's next call are the simulator's own injected faults (invalid
-JSON, an unknown tool, a text-only answer) and are skipped, so after a fault the plan simply re-issues its
-call: the server never has to remember which replies it corrupted.
-
-Replaying from the start costs O(steps) per request, so live plans are also kept in an LRU keyed by the
-last assistant message they produced (its unique tool-call id or text); a request that continues that
-message resumes the plan where it stopped. A miss (a client retry, an eviction, a restarted server) falls
-back to the full replay, which gives the same answer.
+The server (server.py) does the endpoint's part: HTTP, the key, the served model ids, the context limit,
+latency, 429s and 5xx. What a request gets as its assistant message is decided by the first of the server's
+policies that claims the request. Each stage that talks to a model brings its own policy, so the simulator
+knows nobody's prompts: the agent's (ecab.agents.sim_policy: the heuristic agent behind tool calls, with
+the malformed replies `SimConfig.malformed` asks for), the LLM judge's (ecab.judge.sim_policy) and the LLM
+verbalizer's (ecab.construct.sim_policy). Whoever starts the simulator passes the policies it needs, as
+factories called with the server's SimConfig (a policy class taking the config is one).
 """
 from __future__ import annotations
 
 import json
-import uuid
-from collections import OrderedDict
-from dataclasses import dataclass
-from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
-from ecab.agents.heuristic import HeuristicAgent
-
-Call = tuple[str, dict]
+if TYPE_CHECKING:
+    from ecab.sim.server import SimConfig
 
 
-def message_key(message: dict[str, Any]) -> str | None:
-    """A unique handle for an assistant message the simulator wrote: its first call id, else its text."""
-    if message.get("role") != "assistant":
-        return None
-    calls = message.get("tool_calls") or []
-    if calls:
-        return "call:" + str(calls[0].get("id") or "")
-    return "text:" + str(message.get("content") or "")
+class ReplyPolicy(Protocol):
+    def claims(self, request: dict[str, Any]) -> bool:
+        """Whether this policy answers the chat-completions request (its body: model, messages, ...)."""
+
+    def reply(self, request: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        """(the assistant message, the finish reason) for the request."""
+
+    def stats(self) -> dict[str, int]:
+        """Counters the simulator reports with its own (GET /v1/sim/stats, SimServer.stats)."""
 
 
-def _parsed_call(message: dict[str, Any]) -> tuple[str, dict | None, str]:
-    """(name, parsed arguments or None, call id) of an assistant message's first tool call."""
-    first = (message.get("tool_calls") or [{}])[0]
-    function = first.get("function") or {}
-    raw = function.get("arguments")
-    try:
-        arguments = json.loads(raw) if isinstance(raw, str) and raw.strip() else (raw if isinstance(raw, dict) else {})
-    except json.JSONDecodeError:
-        arguments = None
-    return str(function.get("name") or ""), arguments, str(first.get("id") or "")
+PolicyFactory = Callable[["SimConfig"], ReplyPolicy]
 
 
-class PlanState:
-    """One conversation's heuristic plan and how far into the message list it has read."""
-
-    def __init__(self, user_query: str, seed: int = 0):
-        self._plan = HeuristicAgent(SimpleNamespace(user_query=user_query), seed).plan()
-        self.pending: Call | None = next(self._plan)   # the call the plan wants to make next
-        self.position = 2                               # messages [0, position) have been consumed
-
-    def advance(self, result: Any) -> None:
-        try:
-            self.pending = self._plan.send(result)
-        except StopIteration:
-            self.pending = None
-
-    def consume(self, messages: list[dict[str, Any]]) -> None:
-        """Read messages[position:]: every assistant call that is the plan's pending call feeds its result."""
-        i = self.position
-        while i < len(messages):
-            message = messages[i]
-            if message.get("role") == "assistant" and message.get("tool_calls") and self.pending is not None:
-                name, arguments, call_id = _parsed_call(message)
-                if (name, arguments) == self.pending:
-                    result_index = _find_tool_result(messages, i + 1, call_id)
-                    if result_index is None:   # the result is not in this request yet: stop before the call
-                        break
-                    self.advance(_json_or_none(messages[result_index].get("content")))
-                    i = result_index
-            i += 1
-        self.position = i
+def system_prompt_starts_with(messages: list[dict[str, Any]], marker: str) -> bool:
+    """Whether the conversation's system prompt starts with `marker` (how a stage marks its prompts)."""
+    first = messages[0] if messages else {}
+    return first.get("role") == "system" and str(first.get("content") or "").startswith(marker)
 
 
-def _find_tool_result(messages: list[dict[str, Any]], start: int, call_id: str) -> int | None:
-    for j in range(start, len(messages)):
-        message = messages[j]
-        if message.get("role") == "tool" and str(message.get("tool_call_id") or "") == call_id:
-            return j
-        if message.get("role") == "assistant":
-            return None
-    return None
-
-
-def _json_or_none(text: Any) -> Any:
-    try:
-        return json.loads(text) if isinstance(text, str) else text
-    except json.JSONDecodeError:
-        return None
-
-
-@dataclass
-class PolicyReply:
-    """What the policy wants to say next: a tool call, or (plan exhausted) plain text."""
-
-    call: Call | None
-    thought: str
-    reasoning: str
-
-
-class HeuristicPolicy:
-    """Maps a chat-completions message list to the heuristic agent's next move."""
-
-    def __init__(self, cache_size: int = 20000, seed: int = 0):
-        self.cache_size = cache_size
-        self.seed = seed
-        self._live: OrderedDict[str, PlanState] = OrderedDict()
-        self.replays = 0     # full replays (cache misses), for tests and tuning
-        self.resumes = 0
-
-    def next_reply(self, messages: list[dict[str, Any]]) -> tuple[PolicyReply, PlanState]:
-        state = self._resume(messages)
-        if state is None:
-            self.replays += 1
-            state = PlanState(_user_query(messages), self.seed)
-        else:
-            self.resumes += 1
-        state.consume(messages)
-        state.position = len(messages)
-        if state.pending is None:
-            return PolicyReply(None, "Thought: I have nothing more to do.", "The plan is finished."), state
-        name, _ = state.pending
-        return PolicyReply(state.pending, f"Thought:\n- Plan: call {name} next, as my plan says.",
-                           f"Following the heuristic plan; next step is {name}."), state
-
-    def remember(self, state: PlanState, emitted: dict[str, Any]) -> None:
-        """Keep the plan under the key of the message just sent, so the next request can resume it."""
-        key = message_key(emitted)
-        if key is None:
-            return
-        self._live[key] = state
-        self._live.move_to_end(key)
-        while len(self._live) > self.cache_size:
-            self._live.popitem(last=False)
-
-    def _resume(self, messages: list[dict[str, Any]]) -> PlanState | None:
-        for i in range(len(messages) - 1, 1, -1):
-            if messages[i].get("role") == "assistant":
-                state = self._live.pop(message_key(messages[i]) or "", None)
-                if state is not None and state.position == i:
-                    return state
-                return None
-        return None
-
-
-def _user_query(messages: list[dict[str, Any]]) -> str:
+def first_user_text(messages: list[dict[str, Any]]) -> str:
+    """The first user message's text (content parts as canonical JSON)."""
     for message in messages:
         if message.get("role") == "user":
             content = message.get("content")
-            if isinstance(content, list):   # content parts
-                return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-            return str(content or "")
+            return json.dumps(content, sort_keys=True) if not isinstance(content, str) else content
     return ""
 
 
-def new_call_id() -> str:
-    return "call_" + uuid.uuid4().hex[:24]
+class TextPolicy:
+    """A policy answering plain text (no tool calls) to the requests `claims_request` accepts, with
+    `answer(messages)`: how the judge's and the verbalizer's policies are built."""
+
+    def __init__(self, claims_request: Callable[[dict[str, Any]], bool],
+                 answer: Callable[[list[dict[str, Any]]], str]):
+        self._claims, self._answer = claims_request, answer
+
+    def claims(self, request: dict[str, Any]) -> bool:
+        return self._claims(request)
+
+    def reply(self, request: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        return {"role": "assistant", "content": self._answer(request["messages"])}, "stop"
+
+    def stats(self) -> dict[str, int]:
+        return {}

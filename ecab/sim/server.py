@@ -1,20 +1,20 @@
-"""An OpenAI-compatible chat-completions server on 127.0.0.1 whose model is the heuristic policy.
+"""An OpenAI-compatible chat-completions server on 127.0.0.1 whose "model" is a set of reply policies.
 
-It exists so the LLM path (the openai client, tenacity retries, token accounting, the episode loop's
-handling of bad model output) runs over real HTTP on a machine without any endpoint or key, in tests and
-in the offline demo (`model=sim`), and so the runner can be load-tested.
+It exists so the LLM paths (the openai client, tenacity retries, token accounting, the episode loop's
+handling of bad model output, the LLM judge, the LLM verbalizer) run over real HTTP on a machine without any
+endpoint or key, in tests and in the offline demo (`model=sim`), and so the runner can be load-tested.
+What a request is answered with is up to the policies the starter passes (policy.py); this module knows
+nobody's prompts. Start it with `SimServer(config, policies)` (a context manager) or, for a model config,
+`serve_if_simulated` (a model with a `sim` block and no base_url).
 
 Injectable trouble (all rates are per request):
 - latency: fixed, or lognormal around a median;
 - 429 at a given rate, with Retry-After / retry-after-ms; plus RPM and TPM token buckets that answer
   429 with the time until the bucket refills;
 - 5xx at a given rate (500/502/503);
-- malformed outputs: invalid JSON arguments, two tool calls in one turn, no tool call, an unknown tool.
-  A fault never ends an episode on its own: none on recommend_product, and no "no tool call" right after
-  a turn without one (the episode loop ends an episode at the second text-only turn in a row). Faults are
-  drawn per (conversation, step) from a generator seeded by the seed, the conversation's first user
-  message and the number of assistant turns so far, so the same episode meets the same faults at any
-  concurrency and in any order: a `model=sim` run is reproducible. Latency, 429s and 5xx come from one
+- malformed outputs (`malformed`, FAULT_KINDS): invalid JSON arguments, two tool calls in one turn, no tool
+  call, an unknown tool, injected by the tool-calling policy (ecab.agents.sim_policy), which draws them per
+  (conversation, step) so that a `model=sim` run is reproducible. Latency, 429s and 5xx come from one
   shared seeded generator: they are retried by the client, so they change timing, not results (unless a
   request exhausts its retries);
 - optional: a required API key (401 otherwise), a list of served model ids (404 otherwise), a context
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import hashlib
 import json
 import math
 import random
@@ -34,15 +33,15 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Sequence
 
 from aiohttp import web
 
-from ecab.sim.policy import HeuristicPolicy, new_call_id
+from ecab.llm.settings import ModelSettings
+from ecab.sim.policy import PolicyFactory, ReplyPolicy
 
 DEFAULT_MODEL_ID = "ecab-sim-heuristic"
-FAULT_KINDS = ("invalid_json", "two_calls", "no_tool_call", "unknown_tool")
-UNKNOWN_TOOL_NAME = "search_catalog"     # plausible, but not one of the 10 tools
+FAULT_KINDS = ("invalid_json", "two_calls", "no_tool_call", "unknown_tool")   # see ecab/agents/sim_policy.py
 CHARS_PER_TOKEN = 4.0
 
 
@@ -128,17 +127,17 @@ def estimate_tokens(text: str) -> int:
 
 
 class SimApp:
-    """The request handling, separate from the thread/loop plumbing so it can be reused."""
+    """The request handling, separate from the thread/loop plumbing so it can be reused. `policies`: reply
+    policy factories, asked in order (policy.py)."""
 
-    def __init__(self, config: SimConfig):
+    def __init__(self, config: SimConfig, policies: Sequence[PolicyFactory] = ()):
         self.config = config
         self.rng = random.Random(config.seed)
-        self.policy = HeuristicPolicy(seed=config.seed)
+        self.policies: list[ReplyPolicy] = [make(config) for make in policies]
         self.rpm = TokenBucket(config.rpm) if config.rpm else None
         self.tpm = TokenBucket(config.tpm) if config.tpm else None
         self.stats: dict[str, int] = {"requests": 0, "ok": 0, "429_random": 0, "429_rpm": 0, "429_tpm": 0,
-                                      "5xx": 0, "401": 0, "404": 0, "400": 0,
-                                      **{f"fault_{k}": 0 for k in FAULT_KINDS}}
+                                      "5xx": 0, "401": 0, "404": 0, "400": 0}
         self.started = time.monotonic()
         # Requests admitted past the rate limits per tenth of a second of wall time (int(time.time() * 10)),
         # so a benchmark can measure the admitted rate over any stretch of a run.
@@ -160,8 +159,14 @@ class SimApp:
 
     async def get_stats(self, request: web.Request) -> web.Response:
         elapsed = max(time.monotonic() - self.started, 1e-9)
-        return web.json_response({**self.stats, "elapsed_s": round(elapsed, 3),
-                                  "policy_replays": self.policy.replays, "policy_resumes": self.policy.resumes})
+        return web.json_response({**self.all_stats(), "elapsed_s": round(elapsed, 3)})
+
+    def all_stats(self) -> dict[str, int]:
+        """The server's counters and its policies' (faults injected, plan replays)."""
+        out = dict(self.stats)
+        for policy in self.policies:
+            out.update(policy.stats())
+        return out
 
     async def chat_completions(self, request: web.Request) -> web.Response:
         self.stats["requests"] += 1
@@ -196,7 +201,11 @@ class SimApp:
             self.stats["5xx"] += 1
             status = self.rng.choice((500, 502, 503))
             return self._error(status, "The server had an error while processing your request.", "server_error", None)
-        message, finish = self._assistant_message(messages)
+        policy = self.policy_for(body)
+        if policy is None:
+            return self._error(400, "The simulator has no reply policy for this request.", "invalid_request_error",
+                               None)
+        message, finish = policy.reply(body)
         self.stats["ok"] += 1
         return web.json_response(self._completion(model, message, finish, prompt_tokens))
 
@@ -231,54 +240,9 @@ class SimApp:
             return self.rng.lognormvariate(math.log(cfg.latency_ms), cfg.latency_sigma) / 1000.0
         return cfg.latency_ms / 1000.0
 
-    def _pick_fault(self, messages: list[dict[str, Any]]) -> str | None:
-        """The fault (or None) for this conversation at this step: the same on every run and at any
-        concurrency (see the module docstring); no text-only fault right after a text-only turn."""
-        assistant = [m for m in messages if m.get("role") == "assistant"]
-        digest = hashlib.sha256("\x1f".join(
-            ("fault", str(self.config.seed), _first_user_text(messages), str(len(assistant)))).encode()).digest()
-        draw = int.from_bytes(digest[:8], "big") / 2**64
-        edge = 0.0
-        for kind in FAULT_KINDS:
-            edge += float(self.config.malformed.get(kind) or 0.0)
-            if draw < edge:
-                if kind == "no_tool_call" and assistant and not assistant[-1].get("tool_calls"):
-                    return None   # a second text-only turn in a row would end the episode
-                return kind
-        return None
-
-    def _assistant_message(self, messages: list[dict[str, Any]]) -> tuple[dict[str, Any], str]:
-        from ecab.sim.judge_policy import is_judge_request, judge_reply   # the LLM judge's prompts
-        if is_judge_request({"messages": messages}):
-            return {"role": "assistant", "content": judge_reply(messages)}, "stop"
-        from ecab.sim.verbalizer_policy import is_verbalizer_request, verbalizer_reply   # construct.verbalizer=llm
-        if is_verbalizer_request(messages):
-            return {"role": "assistant", "content": verbalizer_reply(messages)}, "stop"
-        reply, state = self.policy.next_reply(messages)
-        message: dict[str, Any] = {"role": "assistant", "content": reply.thought,
-                                   "reasoning_content": reply.reasoning}
-        if reply.call is None:
-            message["content"] = f"{reply.thought} (ref {uuid.uuid4().hex[:12]})"
-            return message, "stop"
-        name, arguments = reply.call
-        fault = self._pick_fault(messages) if name != "recommend_product" else None
-        if fault:
-            self.stats[f"fault_{fault}"] += 1
-        if fault == "no_tool_call":
-            message["content"] = (f"{reply.thought}\nI think I can answer without a tool. "
-                                  f"(ref {uuid.uuid4().hex[:12]})")
-            self.policy.remember(state, message)
-            return message, "stop"
-        call_name = UNKNOWN_TOOL_NAME if fault == "unknown_tool" else name
-        text = json.dumps(arguments, ensure_ascii=False)
-        if fault == "invalid_json":
-            text = text[:-1] + ',"'       # a truncated object: json.loads fails
-        calls = [_tool_call(call_name, text)]
-        if fault == "two_calls":
-            calls.append(_tool_call("get_user_profile", "{}"))
-        message["tool_calls"] = calls
-        self.policy.remember(state, message)
-        return message, "tool_calls"
+    def policy_for(self, request: dict[str, Any]) -> ReplyPolicy | None:
+        """The first policy that claims the request."""
+        return next((policy for policy in self.policies if policy.claims(request)), None)
 
     def _completion(self, model: str, message: dict[str, Any], finish: str, prompt_tokens: int) -> dict[str, Any]:
         spoken = (message.get("content") or "") + "".join(
@@ -304,25 +268,15 @@ class SimApp:
                                  status=status, headers=headers)
 
 
-def _first_user_text(messages: list[dict[str, Any]]) -> str:
-    for message in messages:
-        if message.get("role") == "user":
-            content = message.get("content")
-            return json.dumps(content, sort_keys=True) if not isinstance(content, str) else content
-    return ""
-
-
-def _tool_call(name: str, arguments: str) -> dict[str, Any]:
-    return {"id": new_call_id(), "type": "function", "function": {"name": name, "arguments": arguments}}
-
-
 class SimServer:
-    """The simulator on its own event loop in a background thread: `with SimServer(cfg) as sim: sim.base_url`."""
+    """The simulator on its own event loop in a background thread:
+    `with SimServer(cfg, [HeuristicPolicy]) as sim: sim.base_url`."""
 
-    def __init__(self, config: SimConfig | dict | Any = None, host: str = "127.0.0.1", port: int = 0):
+    def __init__(self, config: SimConfig | dict | Any = None, policies: Sequence[PolicyFactory] = (),
+                 host: str = "127.0.0.1", port: int = 0):
         self.config = SimConfig.from_any(config)
         self.host, self.port = host, port
-        self.app = SimApp(self.config)
+        self.app = SimApp(self.config, policies)
         self.base_url: str | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -369,8 +323,9 @@ class SimServer:
 
     @property
     def stats(self) -> dict[str, Any]:
-        """The counters, plus `admitted_per_ds`: requests admitted per tenth of a second of wall time."""
-        return {**self.app.stats, "admitted_per_ds": dict(self.app.admitted_per_ds)}
+        """The counters (the policies' too), plus `admitted_per_ds`: requests admitted per tenth of a second
+        of wall time."""
+        return {**self.app.all_stats(), "admitted_per_ds": dict(self.app.admitted_per_ds)}
 
     def __enter__(self) -> "SimServer":
         self.start()
@@ -378,3 +333,15 @@ class SimServer:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def serve_if_simulated(settings: ModelSettings,
+                       policies: Sequence[PolicyFactory]) -> tuple[ModelSettings, SimServer | None]:
+    """The one way ecab starts the simulator for a model config: a simulated model (a `sim` block and no
+    base_url: model=sim, judge.model=sim, construct.llm.model=sim) gets a simulator on 127.0.0.1 answering
+    with `policies`, and the settings pointing at it; any other model comes back as it is, with no server.
+    The caller stops the server when done."""
+    if not settings.simulated:
+        return settings, None
+    server = SimServer(settings.sim, policies)
+    return settings.replace(base_url=server.start()), server

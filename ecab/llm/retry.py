@@ -1,4 +1,4 @@
-"""The retry policy every LLM call shares (the agent and the LLM judge).
+"""The retry policy of every LLM call (ecab/llm/client.py: the agent, the LLM judge, the LLM verbalizer).
 
 Only transient failures are retried: 429, request timeouts, connection errors and 5xx. A Retry-After
 (or retry-after-ms) header from the server is honoured, capped at `max_wait`; otherwise the wait is
@@ -12,7 +12,8 @@ Usage:
         with attempt:
             response = await client.chat.completions.create(...)
 
-When the attempts run out, the last exception is re-raised (callers map it to InfraError).
+When the attempts run out, the last exception is re-raised (the chat client classifies it, `ChatError`).
+`sync_retrying` is the same policy for a blocking client.
 """
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import openai
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_random_exponential
+from tenacity import (AsyncRetrying, RetryCallState, Retrying, retry_if_exception, stop_after_attempt,
+                      wait_random_exponential)
 
 DEFAULT_MAX_ATTEMPTS = 6
 DEFAULT_MAX_WAIT_S = 60.0       # cap for both Retry-After and backoff: a server asking for 10 minutes gets 60 s
@@ -92,7 +94,7 @@ def retry_after_seconds(exc: BaseException) -> float | None:
 class _WaitRetryAfterOrBackoff:
     """tenacity wait: the server's Retry-After (capped) when given, else exponential backoff with jitter.
 
-    `paced`: a limiter holds every call of the endpoint until Retry-After has passed (runner/limits.py), so
+    `paced`: a limiter holds every call of the endpoint until Retry-After has passed (ecab/llm/limits.py), so
     a throttled call goes straight back to the limiter's queue instead of sleeping here. Sleeping here as
     well would make retries arrive one by one at the end of the pause, where the first to arrive, not the
     one that has waited longest, would take the freed capacity (measured: a call starved 12 times over)."""
@@ -132,6 +134,14 @@ def retrying(*, on_retry: OnRetry | None = None, max_attempts: int = DEFAULT_MAX
 
     return AsyncRetrying(stop=stop_after_attempt(max_attempts), wait=wait,
                          retry=retry_if_exception(is_retryable), before_sleep=before_sleep, reraise=True)
+
+
+def sync_retrying(**kwargs) -> Retrying:
+    """`retrying`'s policy (what is retried, Retry-After, backoff) for a blocking client: the same stop / wait /
+    retry objects in a tenacity.Retrying, which sleeps with time.sleep instead of asyncio."""
+    policy = retrying(**kwargs)
+    return Retrying(stop=policy.stop, wait=policy.wait, retry=policy.retry, before_sleep=policy.before_sleep,
+                    reraise=True)
 
 
 def describe_error(exc: BaseException) -> str:

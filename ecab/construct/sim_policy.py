@@ -1,4 +1,6 @@
-"""The simulator's verbalizer: answers the LLM verbalizer's prompts (ecab.construct.llm_verbalizer) offline.
+"""The LLM verbalizer's reply policy for the simulator (ecab/sim): answers the LLM verbalizer's prompts
+(ecab.construct.llm_verbalizer) offline. `construct.llm.model=sim` starts the simulator with
+`VerbalizerPolicy`.
 
 It reads the template query and the required phrases back from the prompt and rewrites the query the way a
 careful model would, deterministically: another opening ("I need" -> "I'm shopping for"), the sentences after
@@ -6,9 +8,8 @@ the opening in reverse order, and a closing thank-you that states no product fac
 kept verbatim: a variant that would break one is dropped for a plainer one (the last, the template plus the
 thank-you, always keeps them). A correction turn gets the same answer.
 
-Hook for the sim server (in its request handler, next to the judge's):
-
-    if is_verbalizer_request(messages): content = verbalizer_reply(messages)   # plain text, no tool calls
+It claims a request by its system prompt's marker (`is_verbalizer_request`) and answers plain text, no tool
+calls.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import re
 from typing import Any
 
 from ecab.construct.llm_verbalizer import PHRASES_HEADER, QUERY_HEADER, VERBALIZER_MARKER
+from ecab.sim.policy import TextPolicy, system_prompt_starts_with
 
 # First-sentence openings of the template verbalizer (verbalize._opening) and the sim's wording for each.
 OPENING_SWAPS = [
@@ -40,8 +42,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 
 def is_verbalizer_request(messages: list[dict[str, Any]]) -> bool:
     """A chat-completions conversation from the LLM verbalizer: its system prompt starts with the marker."""
-    first = messages[0] if messages else {}
-    return first.get("role") == "system" and str(first.get("content") or "").startswith(VERBALIZER_MARKER)
+    return system_prompt_starts_with(messages, VERBALIZER_MARKER)
 
 
 def parse_prompt(prompt: str) -> tuple[str, list[str]]:
@@ -84,3 +85,12 @@ def verbalizer_reply(messages: list[dict[str, Any]]) -> str:
     query, phrases = parse_prompt(prompt)
     candidates = rewrites(query)
     return next((c for c in candidates if all(p in c for p in phrases)), candidates[-1])
+
+
+class VerbalizerPolicy(TextPolicy):
+    """The simulator policy answering the LLM verbalizer's requests (the simulator's config is not needed)."""
+
+    def __init__(self, config=None):
+        # verbalizer_reply looked up at each call: a test may replace it
+        super().__init__(lambda request: is_verbalizer_request(request.get("messages") or []),
+                         lambda messages: verbalizer_reply(messages))

@@ -5,16 +5,20 @@ grows additively on success (AIMD, as TCP does), honours Retry-After by pausing 
 moment, and - because a caller releases its slot before it sleeps through a back-off - a call that is
 waiting to retry never holds capacity that another call could use.
 
-How a caller (the OpenAI-compatible agent) uses it, around each HTTP attempt:
+Whoever builds a chat client injects the endpoint's limiter (there is no process-wide registry); the client
+(ecab/llm/client.py) holds a slot around each HTTP attempt:
 
-    limiter = limiter_for(model_cfg)
+    limiter = AdaptiveLimiter(LimiterSettings.from_config(cfg.runner.limits))
+    chat = ChatClient(settings, limiter=limiter)      # every episode's agent shares `chat`
+    # inside the client, per attempt:
     async with limiter.slot() as slot:
-        response = await client.chat.completions.create(...)   # on a 429: slot.throttled(retry_after)
+        response = await post(...)                    # on a 429: slot.throttled(retry_after)
     # ...sleep the back-off here, outside the slot, then try again
 
-`runner=local` uses an in-process `AdaptiveLimiter`; `runner=ray` runs one `LimiterActor` per endpoint and
-every episode worker installs a `SyncedLimiter` (same interface): it enforces a local share of the window
-and syncs its outcomes with the actor ten times a second (at once after a 429).
+`runner=local` builds an in-process `AdaptiveLimiter` per run; `runner=ray` starts one limiter actor per
+endpoint (a Ray actor running `LimiterService`) and every episode worker builds a `SyncedLimiter` on it (same
+interface): it enforces a local share of the window and syncs its outcomes with the actor ten times a second
+(at once after a 429).
 """
 from __future__ import annotations
 
@@ -348,43 +352,11 @@ class AdaptiveLimiter:
         return self.stats.as_dict()
 
 
-# ------------------------------------------------------------------------------------------- the registry
+# ------------------------------------------------------------------------------------------ the endpoint
 
-_LIMITERS: dict[str, Limiter] = {}
-_DEFAULT_SETTINGS = LimiterSettings()
-
-
-def endpoint_key(model_cfg: Any) -> str:
-    """One limiter per endpoint: the base URL (plus model id, since gateways limit per model)."""
-    get = model_cfg.get if hasattr(model_cfg, "get") else (lambda k, d=None: getattr(model_cfg, k, d))
-    base = get("base_url", None) or "offline"
-    return f"{base}|{get('model', None) or get('name', None)}"
-
-
-def install_limiter(key: str, limiter: Limiter) -> None:
-    """Make `limiter` the one `limiter_for` returns for this endpoint in this process."""
-    _LIMITERS[key] = limiter
-
-
-def set_default_settings(settings: LimiterSettings) -> None:
-    global _DEFAULT_SETTINGS
-    _DEFAULT_SETTINGS = settings
-
-
-def limiter_for(model_cfg: Any) -> Limiter:
-    """The process's limiter for the model's endpoint (created on first use with the runner's settings)."""
-    key = endpoint_key(model_cfg)
-    if key not in _LIMITERS:
-        _LIMITERS[key] = AdaptiveLimiter(_DEFAULT_SETTINGS)
-    return _LIMITERS[key]
-
-
-def installed_limiters() -> dict[str, Limiter]:
-    return dict(_LIMITERS)
-
-
-def reset_limiters() -> None:
-    _LIMITERS.clear()
+def endpoint_key(settings) -> str:
+    """The limiter's endpoint: the base URL plus the model config's name (a gateway limits per model)."""
+    return f"{settings.base_url or 'offline'}|{settings.name}"
 
 
 # ----------------------------------------------------------------------------------------- the Ray side
@@ -477,10 +449,5 @@ class LimiterService:
         return self.aimd.stats.as_dict()
 
 
-def limiter_settings_dict(settings: LimiterSettings) -> dict:
-    return asdict(settings)
-
-
 __all__ = ["AdaptiveLimiter", "LimiterSettings", "LimiterStats", "Limiter", "Slot", "SyncedLimiter", "AimdWindow",
-           "LimiterService", "limiter_for", "install_limiter", "endpoint_key", "installed_limiters",
-           "reset_limiters", "set_default_settings", "OK", "THROTTLED", "FAILED"]
+           "LimiterService", "endpoint_key", "OK", "THROTTLED", "FAILED"]

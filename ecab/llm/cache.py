@@ -1,9 +1,11 @@
-"""The LLM judge's disk cache: one SQLite file; re-judging a run costs no calls (docs/original-harness.md §8 item 8).
+"""The disk cache of model replies: one SQLite file per cache directory. The chat client (ecab/llm/client.py)
+reads and writes it; re-judging a run or rebuilding a benchmark costs no calls (docs/original-harness.md §8 item 8).
 
-Key = sha256 of (judge model id, temperature, prompt text): a different model, temperature or prompt
-(product, reviews, voucher, rubrics, rules text) is a different entry. Only replies that parsed and
-matched every rubric are stored, so a reply that ended unscored gets a fresh chance on the next re-judge.
-Each entry keeps the token counts and cost the original call paid, for reporting what the cache saved.
+Key = sha256 of (model id, temperature, prompt): a different model, temperature or prompt (for the judge:
+product, reviews, voucher, rubrics, rules text) is a different entry. What is stored is the caller's choice:
+the LLM judge stores only replies that parsed and matched every rubric (a reply that ended unscored gets a
+fresh chance on the next re-judge), the LLM verbalizer every reply. Each entry keeps the token counts (and
+cost) the original call paid, for reporting what the cache saved.
 
 SQLite in WAL mode with a busy timeout lets several processes (Ray workers, a second re-judge) read and
 write the same file safely; a write is one short transaction.
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-CACHE_FILE = "judge_cache.sqlite"
+CACHE_FILE = "judge_cache.sqlite"   # the judge's name, kept so that existing caches stay valid
 BUSY_TIMEOUT_MS = 30_000
 
 _SCHEMA = """
@@ -34,7 +36,7 @@ CREATE TABLE IF NOT EXISTS replies (
 
 
 def cache_key(model_id: str, temperature: float | None, prompt: Any) -> str:
-    """sha256 over the judge model id, the temperature and the prompt (any JSON-able value, e.g. the
+    """sha256 over the model id, the temperature and the prompt (any JSON-able value, e.g. the
     message list); key order inside the prompt is fixed by sort_keys so equal prompts hash equal."""
     payload = json.dumps({"model": model_id, "temperature": temperature, "prompt": prompt},
                          sort_keys=True, ensure_ascii=False, separators=(",", ":"))
@@ -47,8 +49,8 @@ class CachedReply:
     usage: dict[str, Any]       # input_tokens, output_tokens, cost_usd of the call that produced it
 
 
-class JudgeCache:
-    """get/put of judge replies by key; thread-safe within a process, process-safe through SQLite."""
+class ReplyCache:
+    """get/put of model replies by key; thread-safe within a process, process-safe through SQLite."""
 
     def __init__(self, directory: str | Path):
         self.directory = Path(directory)

@@ -1,13 +1,13 @@
-"""The simulator's judge: answers LLM-judge prompts (ecab.judge.llm) deterministically, offline.
+"""The LLM judge's reply policy for the simulator (ecab/sim): answers LLM-judge prompts (ecab.judge.llm)
+deterministically, offline. `judge.model=sim` starts the simulator with `JudgePolicy` (judge/dispatch.py).
 
 It reads back what the judge prompt shows (the product JSON, the reviews, the voucher, the rubric lines)
 and decides each rubric with ecab's rules judge, except review_opinion, which it decides lexically (the
 opinion's content words all occur in one review), so the sim judge needs no embedder. The reply has the
 strict shape the LLM judge asks for: {"results": [{"rubric_id", "satisfied", "reasoning"}]}.
 
-Hook for the sim server (one line in its request handler):
-
-    if is_judge_request(body): content = judge_reply(body["messages"])   # a plain text reply, no tool calls
+It claims a request by its JSON mode or its system prompt's marker (`is_judge_request`) and answers plain
+text, no tool calls.
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from ecab.judge.llm import JUDGE_MARKER
 from ecab.judge.normalize import keyword_tokens, normalize
 from ecab.judge.rules import check_rubric
 from ecab.schema import Product, Rubric, Voucher
+from ecab.sim.policy import TextPolicy, system_prompt_starts_with
 
 PRODUCT_HEADER = "=== RECOMMENDED PRODUCT ==="
 VOUCHER_HEADER = "=== VOUCHER / BUDGET CONTEXT ==="
@@ -31,9 +32,7 @@ def is_judge_request(body: dict[str, Any]) -> bool:
     """A chat-completions request from the LLM judge: JSON mode, or a system prompt with the judge marker."""
     if (body.get("response_format") or {}).get("type") == "json_object":
         return True
-    messages = body.get("messages") or []
-    first = messages[0] if messages else {}
-    return first.get("role") == "system" and str(first.get("content") or "").startswith(JUDGE_MARKER)
+    return system_prompt_starts_with(body.get("messages") or [], JUDGE_MARKER)
 
 
 def _json_after(text: str, header: str) -> Any:
@@ -89,3 +88,10 @@ def judge_reply(messages: list[dict[str, Any]]) -> str:
         satisfied, reasoning = decide(product, reviews, voucher, rubric)
         results.append({"rubric_id": rubric.id, "satisfied": satisfied, "reasoning": reasoning})
     return json.dumps({"results": results}, ensure_ascii=False)
+
+
+class JudgePolicy(TextPolicy):
+    """The simulator policy answering the LLM judge's requests (the simulator's config is not needed)."""
+
+    def __init__(self, config=None):
+        super().__init__(is_judge_request, judge_reply)

@@ -1,0 +1,150 @@
+"""One model endpoint's settings, parsed once from a `conf/model/<name>.yaml` (or an inline block).
+
+Every LLM caller reads its model through `ModelSettings`: the agent (`model`), the LLM judge (`judge.model`)
+and the LLM verbalizer (`construct.llm.model`). One meaning per field: `max_output_tokens` is the output-token
+limit (sent as `max_tokens_param` names it), `max_attempts` the HTTP attempts per request (retries included),
+`concurrency` the requests in flight through one client. A role with knobs of its own (the judge's
+temperature, its reply attempts) keeps them in its own small settings object next to a `ModelSettings`
+(`for_role` applies the role's temperature and output limit). Errors name the config key the block came from
+(`config_key`: model, judge.model, construct.llm.model), so no caller has to rewrite them.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ecab.config import CONF_DIR, ConfigError
+
+HTTP_CLIENTS = ("aiohttp", "httpx")
+ROLE_OUTPUT_TOKENS = 4096     # a role's output limit when neither the role nor the model sets one
+# null means "do not send" for these; for every other field null means the default
+NULLABLE = ("base_url", "api_key_env", "temperature", "max_output_tokens", "reasoning_effort", "parallel_tool_calls",
+            "sim")
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """What it takes to call one OpenAI-compatible model; immutable (`replace` makes a variant)."""
+
+    name: str
+    model_id: str
+    base_url: str | None = None                         # None: the OpenAI API
+    api_key_env: str | None = None                      # the variable's NAME (ecab/llm/keys.py)
+    temperature: float | None = 1.0                     # None: not sent
+    max_output_tokens: int | None = None                # None: not sent
+    max_tokens_param: str = "max_completion_tokens"     # OpenRouter and vLLM also accept it; some want max_tokens
+    reasoning_effort: str | None = None                 # OpenAI reasoning models (top-level field)
+    parallel_tool_calls: bool | None = False            # with tools only; None: not sent
+    extra_body: dict[str, Any] = field(default_factory=dict)    # provider fields, merged into the body
+    echo_reasoning: bool = True                         # keep provider reasoning fields on the message
+    price_per_million: dict[str, float] = field(default_factory=dict)   # input, cached_input, output (USD)
+    timeout_s: float = 300.0                            # per HTTP attempt
+    max_attempts: int = 6                               # HTTP attempts per request, retries included
+    max_retry_wait_s: float = 60.0                      # cap on Retry-After and backoff
+    backoff_base_s: float = 1.0
+    concurrency: int = 64                               # requests in flight through one client
+    http_client: str = "aiohttp"                        # or "httpx" (ecab/llm/client.py::http_client)
+    sim: dict[str, Any] | None = None                   # the simulator's settings (model=sim), see ecab/sim
+    config_key: str = "model"                           # where the block was configured, for error messages
+
+    # A frozen dataclass with dict fields has no usable generated hash; the settings are hashed as JSON
+    # (the LLM verbalizer keeps one client per settings and process).
+    def __hash__(self) -> int:
+        return hash(json.dumps(dataclasses.asdict(self), sort_keys=True, default=str))
+
+    @classmethod
+    def from_config(cls, model: Any, *, config_key: str = "model") -> "ModelSettings":
+        """From a conf/model name (str) or a block (dict or omegaconf node). Unknown keys (kind, wall_clock_s)
+        are ignored; a missing model_id, a key written into the config, a bad http_client or price is a
+        ConfigError naming `config_key`."""
+        name, block = load_model_block(model, config_key)
+        if block.get("api_key"):
+            raise ConfigError(f"{config_key}={name}: keys do not belong in the config ({config_key}.api_key); "
+                              f"export the key in an environment variable and name it in {config_key}.api_key_env")
+        model_id = block.get("model_id") or block.get("model")
+        if not model_id:
+            raise ConfigError(f"{config_key}: the model block has no model_id")
+        known = {f.name for f in dataclasses.fields(cls)} - {"name", "model_id", "config_key"}
+        values = {k: v for k, v in block.items() if k in known and (v is not None or k in NULLABLE)}
+        values["extra_body"] = dict(values.get("extra_body") or {})
+        values["price_per_million"] = _prices(block, config_key)
+        if values.get("sim") is not None:
+            values["sim"] = dict(values["sim"])
+        settings = cls(name=str(name), model_id=str(model_id), config_key=config_key, **values)
+        settings.check_http_client()
+        return settings
+
+    def replace(self, **changes: Any) -> "ModelSettings":
+        return dataclasses.replace(self, **changes)
+
+    def for_role(self, *, temperature: float | None, max_output_tokens: int | None = None,
+                 **changes: Any) -> "ModelSettings":
+        """These settings as a role with its own temperature and output limit uses them (the judge, the
+        verbalizer): no temperature for a reasoning model (reasoning_effort set: OpenAI's reject any but their
+        default); the role's output limit, else the model's, else ROLE_OUTPUT_TOKENS."""
+        return self.replace(temperature=None if self.reasoning_effort or temperature is None else float(temperature),
+                            max_output_tokens=max_output_tokens or self.max_output_tokens or ROLE_OUTPUT_TOKENS,
+                            **changes)
+
+    @property
+    def simulated(self) -> bool:
+        """A simulator model (a `sim` block) with no endpoint yet: whoever calls it starts the simulator."""
+        return self.sim is not None and not self.base_url
+
+    def check_http_client(self) -> None:
+        if self.http_client not in HTTP_CLIENTS:
+            raise ConfigError(f"{self.config_key}.http_client must be one of {', '.join(HTTP_CLIENTS)}, "
+                              f"got {self.http_client!r}")
+
+    def cost_usd(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> float:
+        """USD for one reply from the price table; cached prompt tokens at `cached_input` (else `input`)."""
+        price = self.price_per_million
+        if not price:
+            return 0.0
+        cached_price = price.get("cached_input", price.get("input", 0.0))
+        fresh = max(prompt_tokens - cached_tokens, 0)
+        dollars = (fresh * price.get("input", 0.0) + cached_tokens * cached_price
+                   + completion_tokens * price.get("output", 0.0)) / 1e6
+        return round(dollars, 8)
+
+
+def load_model_block(model: Any, config_key: str = "model") -> tuple[str, dict[str, Any]]:
+    """(name, block) of a conf/model name or an inline block; the name of an inline block without one is
+    "inline"."""
+    if isinstance(model, str):
+        path = CONF_DIR / "model" / f"{model}.yaml"
+        if not path.is_file():
+            choices = ", ".join(sorted(p.stem for p in (CONF_DIR / "model").glob("*.yaml")))
+            raise ConfigError(f"{config_key}: unknown model '{model}'; choose one of: {choices}, "
+                              "or give an inline block with base_url and model_id")
+        from omegaconf import OmegaConf
+        block = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+        return str(block.get("name") or model), dict(block)
+    block = _plain(model)
+    if not isinstance(block, dict):
+        raise ConfigError(f"{config_key} must be a model name or a block with base_url and model_id, got {model!r}")
+    return str(block.get("name") or "inline"), dict(block)
+
+
+def _plain(value: Any) -> Any:
+    from omegaconf import DictConfig, OmegaConf
+    return OmegaConf.to_container(value, resolve=True) if isinstance(value, DictConfig) else value
+
+
+def _prices(block: dict[str, Any], config_key: str) -> dict[str, float]:
+    """`price_per_million: {input, cached_input, output}` (USD per million tokens), or the flat keys
+    price_input_per_mtok / price_output_per_mtok of an inline block; every price a number."""
+    prices = dict(block.get("price_per_million") or {})
+    for which in ("input", "output"):
+        flat = block.get(f"price_{which}_per_mtok")
+        if which not in prices and flat is not None:
+            prices[which] = flat
+    out = {}
+    for which, value in prices.items():
+        try:
+            out[which] = float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{config_key}.price_per_million.{which} must be a number, got {value!r}") from None
+    return out
