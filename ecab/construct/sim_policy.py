@@ -1,6 +1,6 @@
 """The LLM verbalizer's reply policy for the simulator (ecab/sim): answers the LLM verbalizer's prompts
-(ecab.construct.llm_verbalizer) offline. `construct.llm.model=sim` starts the simulator with
-`VerbalizerPolicy`.
+(construct/verbalizer_prompt.py) offline. `construct.llm.model=sim` starts the simulator with
+`VerbalizerPolicy` (construct/llm_verbalizer.py).
 
 It reads the template query and the required phrases back from the prompt and rewrites the query the way a
 careful model would, deterministically: another opening ("I need" -> "I'm shopping for"), the sentences after
@@ -18,7 +18,7 @@ import json
 import re
 from typing import Any
 
-from ecab.construct.llm_verbalizer import PHRASES_HEADER, QUERY_HEADER, VERBALIZER_MARKER
+from ecab.construct.verbalizer_prompt import PHRASES_HEADER, QUERY_HEADER, VERBALIZER_MARKER
 from ecab.sim.policy import TextPolicy, system_prompt_starts_with
 
 # First-sentence openings of the template verbalizer (verbalize._opening) and the sim's wording for each.

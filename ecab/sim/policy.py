@@ -11,10 +11,7 @@ factories called with the server's SimConfig (a policy class taking the config i
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Callable, Protocol
-
-if TYPE_CHECKING:
-    from ecab.sim.server import SimConfig
+from typing import Any, Callable, Protocol
 
 
 class ReplyPolicy(Protocol):
@@ -28,7 +25,7 @@ class ReplyPolicy(Protocol):
         """Counters the simulator reports with its own (GET /v1/sim/stats, SimServer.stats)."""
 
 
-PolicyFactory = Callable[["SimConfig"], ReplyPolicy]
+PolicyFactory = Callable[[Any], ReplyPolicy]    # called with the server's SimConfig
 
 
 def system_prompt_starts_with(messages: list[dict[str, Any]], marker: str) -> bool:
