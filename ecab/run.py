@@ -21,7 +21,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import hydra  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
-from ecab.agents.base import EndpointRefused  # noqa: E402
+from ecab.env.agent_protocol import EndpointRefused  # noqa: E402
 from ecab.config import ConfigError, die, preflight, require, validate_numbers  # noqa: E402
 from ecab.schema import DEFAULT_MAX_LINE_BYTES, FormatError, Task, dumps, read_tasks, write_jsonl  # noqa: E402
 

@@ -89,7 +89,7 @@ def run_study(budgets: list[int], overrides: list[str], study: str | None = None
 
 
 def main(argv: list[str] | None = None) -> None:
-    from ecab.agents.base import EndpointRefused
+    from ecab.env.agent_protocol import EndpointRefused
     from ecab.config import ConfigError, die
     from ecab.schema import FormatError
 

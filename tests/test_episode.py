@@ -6,7 +6,8 @@ import json
 import pytest
 
 from ecab.agents import make_agent
-from ecab.agents.base import AgentError, AgentTurn, InfraError, tool_call_message
+from ecab.env.agent_protocol import AgentError, AgentTurn, InfraError
+from ecab.agents.base import tool_call_message
 from ecab.env.episode import MULTI_CALL_ERROR, NO_TOOL_REMINDER, EpisodeSettings, run_episode
 from ecab.env.tools import ToolBox
 from ecab.judge.episode import judge_trajectory

@@ -15,7 +15,7 @@ from pathlib import Path
 import openai
 import pytest
 
-from ecab.agents.base import EndpointRefused
+from ecab.env.agent_protocol import EndpointRefused
 from ecab.agents.heuristic import HeuristicAgent
 from ecab.agents.openai_agent import OpenAIAgent
 from ecab.agents.sim_policy import HeuristicPolicy

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ecab.agents.base import EndpointRefused
+from ecab.env.agent_protocol import EndpointRefused
 from ecab.config import ConfigError, load_config
 from ecab.run import main_job, validate
 from ecab.runner.store import RunFolder

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ecab.agents.base import Agent
+from ecab.env.agent_protocol import Agent
 
 OFFLINE_KINDS = ("oracle", "heuristic", "random")
 LLM_KINDS = ("openai",)

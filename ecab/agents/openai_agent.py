@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ecab.agents.base import AgentError, AgentTurn, EndpointRefused, InfraError
+from ecab.env.agent_protocol import AgentError, AgentTurn, EndpointRefused, InfraError
 from ecab.llm.client import REFUSED, UNAVAILABLE, ChatClient, ChatError, Reply
 
 REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_details")   # as providers name them

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ecab.agents.base import Agent, AgentError, InfraError, system_prompt
+from ecab.env.agent_protocol import Agent, AgentError, InfraError, system_prompt
 from ecab.schema import Step, Task, Trajectory
 
 NO_TOOL_REMINDER = ("Do not answer directly. Continue by calling a tool if more evidence is needed, or call "

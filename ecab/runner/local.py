@@ -17,7 +17,7 @@ from typing import Any, Callable
 from tqdm import tqdm
 
 from ecab.agents import make_agent
-from ecab.agents.base import AgentTurn
+from ecab.env.agent_protocol import AgentTurn
 from ecab.env.episode import EpisodeSettings, run_episode
 from ecab.env.tools import ToolBox
 from ecab.runner.store import RunFolder

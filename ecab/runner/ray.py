@@ -38,7 +38,7 @@ from typing import Any, Callable, Iterator  # noqa: E402
 import ray  # noqa: E402
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError  # noqa: E402
 
-from ecab.agents.base import EndpointRefused  # noqa: E402
+from ecab.env.agent_protocol import EndpointRefused  # noqa: E402
 from ecab.catalog.base import SearchHit, SearchPage  # noqa: E402
 from ecab.catalog.store import (HYBRID_DEPTH, MODES, SearchPageCache, ShardCandidates, batched_products, fuse,  # noqa: E402
                                  search_args, shard_of)  # noqa: E402
