@@ -15,7 +15,9 @@ import pytest
 
 from ecab.catalog import synthetic
 from ecab.catalog.synthetic import (GENERIC_OPINIONS, MAIN_CATEGORIES, OPINIONS_BY_TYPE, PRODUCT_TYPES,
-                                    SYNTHETIC_VERSION, all_opinions, iter_synthetic, product_type_of)
+                                    SOURCE_CATEGORIES, SYNTHETIC_VERSION, all_opinions, iter_synthetic,
+                                    product_type_of)
+from ecab.catalog.synthetic.families import iter_families
 from ecab.fields import (DETAIL_FIELDS, FIELD_NAME_ALIASES, IMPLICIT_ELIGIBLE_FIELDS, MULTI_OPTION_FIELDS,
                          lookup_detail)
 from ecab.schema import Product, Review
@@ -58,7 +60,7 @@ def reviews_by_product(catalog):
 def families(catalog):
     """The catalog's products grouped by the family that made them (families are laid out in order)."""
     products, out, start = catalog[0], [], 0
-    for family in synthetic._iter_families(7):
+    for family in iter_families(7):
         if start >= len(products):
             break
         out.append((family, products[start:start + family.size]))
@@ -122,6 +124,25 @@ def test_bad_arguments_raise_clear_errors(kwargs):
 def test_version_is_part_of_the_catalog_fingerprint():
     from ecab.catalog.build import fingerprint_inputs
     assert SYNTHETIC_VERSION in str(fingerprint_inputs({"source": "synthetic"}))
+
+
+def test_every_module_of_the_generator_is_part_of_the_catalog_fingerprint(tmp_path):
+    """The generator is a package (logic and data tables): an edit to any of its modules, a table included,
+    changes the digest the fingerprint carries, so the catalog is built anew."""
+    import shutil
+
+    from ecab.catalog.build import _generator_digest
+    copy = tmp_path / "synthetic"
+    shutil.copytree(Path(synthetic.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    before = _generator_digest(copy)
+    assert before == _generator_digest(Path(synthetic.__file__).parent)
+    for module in ("generator.py", "tables/names.py", "tables/electronics.py"):
+        path = copy / module
+        original = path.read_bytes()
+        path.write_bytes(original + b"\n")
+        assert _generator_digest(copy) != before, module
+        path.write_bytes(original)
+    assert _generator_digest(copy) == before
 
 
 def test_reviews_come_with_every_batch():
@@ -373,7 +394,7 @@ def test_family_members_get_partly_different_opinions(families, reviews_by_produ
 
 def test_product_type_table():
     assert len(PRODUCT_TYPES) >= 30
-    assert {t.source_category for t in PRODUCT_TYPES.values()} == set(synthetic.SOURCE_CATEGORIES)
+    assert {t.source_category for t in PRODUCT_TYPES.values()} == set(SOURCE_CATEGORIES)
     covered = {c for t in PRODUCT_TYPES.values() for c, _ in t.main_categories}
     assert covered == set(MAIN_CATEGORIES)
     subcategories = [t.subcategory for t in PRODUCT_TYPES.values()]

@@ -1,7 +1,7 @@
 """The catalog contract every stage reads through (tools, construction, judge, runners).
 
 `CatalogReader` is what a LanceDB-backed catalog (store.py) offers, sharded or not, local or behind a Ray
-actor. Sources (synthetic.py, amazon.py) produce `CatalogBatch`es that a store is built from.
+actor. Sources (synthetic/, amazon.py) produce `CatalogBatch`es that a store is built from.
 
 What construction may know about a catalog beyond one product's own record (value pools, title phrases)
 comes from `catalog_knowledge(reader)` only: computed from the catalog's rows, the same for every source

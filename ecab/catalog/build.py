@@ -98,13 +98,23 @@ def _amazon_inputs(cfg: Any) -> tuple[list[Path], list[Path]]:
     return meta, reviews
 
 
+def _generator_digest(package: Path) -> str:
+    """sha256 over every module of the generator package (its data tables included): each file's path inside
+    the package, then its bytes, in path order."""
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py"), key=lambda p: p.relative_to(package).as_posix()):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
 def _source_version(source: str) -> str:
     """The generator's version and a digest of its source for sources that generate products (synthetic,
-    and targets' distractors): any change to the generator builds the catalog anew, bumped or not."""
+    and targets' distractors): any change to any module of the generator builds the catalog anew, bumped
+    or not."""
     if source in ("synthetic", "targets"):
         from ecab.catalog import synthetic
 
-        digest = hashlib.sha256(Path(synthetic.__file__).read_bytes()).hexdigest()[:16]
+        digest = _generator_digest(Path(synthetic.__file__).parent)
         return f"{getattr(synthetic, 'SYNTHETIC_VERSION', '0')}+{digest}"
     return "1"
 
