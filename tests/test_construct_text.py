@@ -1,4 +1,4 @@
-"""The template verbalizer and the clue table (ecab/construct/verbalize.py, clues.py).
+"""The template verbalizer and the clue table (ecab/construct/verbalize/, clues.py).
 
 Drafts come from the real stages (extract -> partition -> rubrics) over synthetic products, so the
 properties are checked on the rubric plans construction actually produces, for all 8 intents.
@@ -13,12 +13,19 @@ import re
 import pytest
 
 from ecab.catalog.synthetic import PRODUCT_TYPES, iter_synthetic
-from ecab.construct import clues, verbalize as vb
+from ecab.construct import clues
 from ecab.construct.draft import Draft
 from ecab.construct.extract import build_value_pools
 from ecab.construct.intents import INTENT_TABLE
 from ecab.construct.pipeline import Skip, run_stages
 from ecab.construct.validate import natural_questions, rubric_lock
+from ecab.construct.verbalize import verbalize
+from ecab.construct.verbalize.clarification import (EMPTY_SCRIPT_RESPONSE, build_clarification, keyword_is_safe,
+                                                     slot_keywords)
+from ecab.construct.verbalize.persona import expected_requirement_keys
+from ecab.construct.verbalize.phrases import budget_surface, dimension, explicit_mod, voucher_phrase
+from ecab.construct.verbalize.tables import SLOT_KEYWORDS
+from ecab.construct.verbalize.text import mentions, with_article
 from ecab.env.user import ScriptedUser
 from ecab.fields import IMPLICIT_ELIGIBLE_FIELDS, INTENTS, SAFE_NOISE_FIELDS, persona_key
 from ecab.judge.normalize import contains_phrase, normalize, singular
@@ -53,7 +60,7 @@ def make_drafts(synthetic, per_intent: int = PER_INTENT) -> list[Draft]:
             except Skip:
                 continue
             d.meta["rubric_lock"] = rubric_lock(d.rubrics)
-            vb.verbalize(d, rng)
+            verbalize(d, rng)
             drafts.append(d)
             made += 1
     return drafts
@@ -122,7 +129,7 @@ def test_type_specific_clues_only_describe_their_products():
     ("hour", "an"), ("IPX5 rating", "an"), ("NVIDIA card", "an"), ("VESA mount", "a"), ("iPhone case", "an"),
     ("European plug", "a"), ("Open Ear form factor", "an"), ("MagSafe charger", "a")])
 def test_article_follows_the_sound_and_keeps_the_case(phrase, article):
-    assert vb.with_article(phrase) == f"{article} {phrase}"
+    assert with_article(phrase) == f"{article} {phrase}"
 
 
 @pytest.mark.parametrize("field, value, expected", [
@@ -139,8 +146,8 @@ def test_article_follows_the_sound_and_keeps_the_case(phrase, article):
     ("Connector Type", "USB Type C", "a USB Type C connector"),
 ])
 def test_explicit_phrases_read_naturally_and_state_the_value(field, value, expected):
-    texts = {vb.explicit_mod(field, value, random.Random(seed)) for seed in range(8)}
-    assert all(vb.mentions(t, value) for t in texts), texts          # validation's "value is stated"
+    texts = {explicit_mod(field, value, random.Random(seed)) for seed in range(8)}
+    assert all(mentions(t, value) for t in texts), texts          # validation's "value is stated"
     assert any(expected in t for t in texts), texts
 
 
@@ -166,7 +173,7 @@ def test_every_query_rubric_surface_is_in_the_query_and_explicit_values_are_stat
             if r.type == "attribute_match" and r.id not in d.implicit_rubric_ids \
                     and r.field != "details.Number of Items":
                 # the value itself, or its simple plural ("Adult" -> "suitable for adults"), as validation reads it
-                assert vb.mentions(surface, str(r.expected_value)), (r.id, surface)
+                assert mentions(surface, str(r.expected_value)), (r.id, surface)
             if r.type == "negative_attribute":
                 assert all(contains_phrase(normalize(surface), normalize(v)) for v in r.expected_value)
             if r.type == "numeric_range" and r.field == "average_rating":
@@ -192,12 +199,12 @@ def test_implicit_surfaces_hide_the_value_and_fillers_add_no_hidden_value(drafts
         for r in d.rubrics:
             if r.id in d.implicit_rubric_ids:
                 implicit_seen += 1
-                assert not vb.mentions(r.extras["query_surface"], r.expected_value), (r.id, r.extras)
-                if vb.mentions(d.user_query, r.expected_value):
-                    assert vb.mentions(explicit_text, r.expected_value), (d.sample_id, r.id, d.user_query)
+                assert not mentions(r.extras["query_surface"], r.expected_value), (r.id, r.extras)
+                if mentions(d.user_query, r.expected_value):
+                    assert mentions(explicit_text, r.expected_value), (d.sample_id, r.id, d.user_query)
             elif r.info_source != "query" and r.type == "attribute_match":
-                if vb.mentions(d.user_query, r.expected_value):
-                    assert vb.mentions(surfaces_text, r.expected_value), (d.sample_id, r.id, d.user_query)
+                if mentions(d.user_query, r.expected_value):
+                    assert mentions(surfaces_text, r.expected_value), (d.sample_id, r.id, d.user_query)
     assert implicit_seen >= len(drafts)
 
 
@@ -218,10 +225,10 @@ def test_voucher_text_spells_out_every_number_and_the_budget():
              (tiered, ["$1.50", "$12.00", "20%", "$9.00", "$40.00", "tier 1 applies", "$25.50"]),
              (stacked, ["10%", "$9.00", "$2.50", "$1.25", "$6.00", "first", "then", "in order", "$21.00"])]
     for voucher, numbers in cases:
-        text = vb.budget_surface(voucher, voucher.budget, rng)
+        text = budget_surface(voucher, voucher.budget, rng)
         for n in numbers:
             assert n in text, (n, text)
-    assert vb.voucher_phrase(Voucher(voucher_type="shop", threshold=5, discount_type="percentage",
+    assert voucher_phrase(Voucher(voucher_type="shop", threshold=5, discount_type="percentage",
                                      discount=0.08, cap=1, budget=9), rng).startswith("an 8%")
 
 
@@ -275,7 +282,7 @@ def test_persona_requirements_map_persona_rubrics_and_noise_is_whitelisted(draft
                 assert r.expected_value, "ecab fills the excluded values the original left empty"
             else:
                 assert p.product_requirements[persona_key(r.field)] == r.expected_value
-        assert set(p.product_requirements) == vb.expected_requirement_keys(d.rubrics)
+        assert set(p.product_requirements) == expected_requirement_keys(d.rubrics)
     assert negatives > 0
 
 
@@ -294,7 +301,7 @@ def test_slots_have_7_to_10_keywords_with_the_dimension_and_answers_with_the_val
             n += 1
             assert slot.linked_rubric_ids == [r.id] and not slot.revealed and slot.hidden_info
             assert 7 <= len(slot.trigger_keywords) <= 10, slot.trigger_keywords
-            assert slot.trigger_keywords[0] == vb.dimension(r.field).lower()
+            assert slot.trigger_keywords[0] == dimension(r.field).lower()
             assert len(set(slot.trigger_keywords)) == len(slot.trigger_keywords)
             if r.type == "numeric_range":
                 assert any(re.search(p, slot.user_response) for p in
@@ -309,14 +316,14 @@ def test_slots_have_7_to_10_keywords_with_the_dimension_and_answers_with_the_val
 def test_generic_slot_keywords_avoid_short_tokens_and_common_question_words():
     allowed_short = {"usb", "gpu", "ddr", "nib", "gel"}
     offenders = []
-    for field, keywords in vb.SLOT_KEYWORDS.items():
-        dim = vb.dimension(f"details.{field}").lower() if field[0].isupper() else vb.dimension(field)
+    for field, keywords in SLOT_KEYWORDS.items():
+        dim = dimension(f"details.{field}").lower() if field[0].isupper() else dimension(field)
         for kw in keywords:
             # A piece of the dimension name itself is allowed: the dimension is always a keyword anyway.
-            if kw != kw.lower() or not (vb.keyword_is_safe(kw) or kw in allowed_short or kw in dim):
+            if kw != kw.lower() or not (keyword_is_safe(kw) or kw in allowed_short or kw in dim):
                 offenders.append((field, kw))
     assert offenders == []
-    assert not vb.keyword_is_safe("leather") and not vb.keyword_is_safe("ink")
+    assert not keyword_is_safe("leather") and not keyword_is_safe("ink")
 
 
 def test_natural_questions_reach_their_slot_against_every_competing_dimension():
@@ -335,8 +342,8 @@ def test_natural_questions_reach_their_slot_against_every_competing_dimension():
             if a == b:
                 continue
             script = ClarificationScript(clarification_slots=[
-                ClarificationSlot(slot_id="other", trigger_keywords=vb.slot_keywords(rubric(b)), user_response="b"),
-                ClarificationSlot(slot_id="mine", trigger_keywords=vb.slot_keywords(rubric(a)), user_response="a")])
+                ClarificationSlot(slot_id="other", trigger_keywords=slot_keywords(rubric(b)), user_response="b"),
+                ClarificationSlot(slot_id="mine", trigger_keywords=slot_keywords(rubric(a)), user_response="a")])
             user = ScriptedUser(script)
             for q in natural_questions(rubric(a).field):
                 assert len(q) < 100
@@ -350,5 +357,5 @@ def test_empty_clarification_gets_the_covered_everything_script(synthetic):
     d = Draft(sample_id="x", intent="product_search", product=products[0])
     d.rubrics = [Rubric(id="r1", type="entity_match", field="title", expected_value="thing",
                         extras={"query_surface": "", "canonical_entity": "thing", "title_span": "thing"})]
-    script = vb.build_clarification(d, random.Random(0))
-    assert script.clarification_slots == [] and script.default_response == vb.EMPTY_SCRIPT_RESPONSE
+    script = build_clarification(d, random.Random(0))
+    assert script.clarification_slots == [] and script.default_response == EMPTY_SCRIPT_RESPONSE

@@ -10,11 +10,14 @@ import pytest
 
 from ecab.catalog.synthetic import iter_synthetic, product_type_of
 from ecab.construct import validate as v
-from ecab.construct import verbalize as vb
 from ecab.construct.draft import Draft, EntitySpec
 from ecab.construct.extract import build_value_pools
 from ecab.construct.pipeline import Skip, run_stages
-from ecab.fields import INTENTS
+from ecab.construct.verbalize import verbalize
+from ecab.construct.verbalize.clarification import build_clarification
+from ecab.construct.verbalize.persona import build_persona
+from ecab.construct.verbalize.text import with_article
+from ecab.fields import INTENTS, persona_key
 from ecab.judge.rules import check_rubric
 from ecab.schema import ClarificationSlot, Rubric
 
@@ -41,7 +44,7 @@ def drafts():
             except Skip:
                 continue
             d.meta["rubric_lock"] = v.rubric_lock(d.rubrics)
-            vb.verbalize(d, rng)
+            verbalize(d, rng)
             out.append(d)
             made += 1
     return out
@@ -130,7 +133,7 @@ def test_target_failing_a_rubric_is_caught(valid):
     d = _first(valid, lambda d: any(r.type == "attribute_match" and r.info_source == "persona" for r in d.rubrics))
     r = next(r for r in d.rubrics if r.type == "attribute_match" and r.info_source == "persona")
     r.expected_value = "Qzxv Not A Value"
-    d.persona.product_requirements[vb.persona_key(r.field)] = r.expected_value
+    d.persona.product_requirements[persona_key(r.field)] = r.expected_value
     d.meta["rubric_lock"] = v.rubric_lock(d.rubrics)
     v.validate_draft(d, None, max_matches=1)
     assert d.rejection == "target_fails_rubric", d.validation_issues
@@ -218,11 +221,11 @@ def test_uniqueness_counts_a_near_duplicate_family(small_catalog):
     # Explicit candidate ids give the same answer.
     assert v.count_matches(d, small_catalog, candidate_ids=[p.product_id for p in products])[0] == count
     # validate_draft records the count and rejects above max_matches, accepts at or under it.
-    d.user_query = f"I need {vb.with_article(d.entity.query_surface)} from {d.product.brand}."
+    d.user_query = f"I need {with_article(d.entity.query_surface)} from {d.product.brand}."
     d.rubrics[0].extras["query_surface"] = f"from {d.product.brand}"
     d.rubrics[1].extras["query_surface"] = d.entity.query_surface
-    d.persona = vb.build_persona(d, random.Random(0))
-    d.clarification_script = vb.build_clarification(d, random.Random(0))
+    d.persona = build_persona(d, random.Random(0))
+    d.clarification_script = build_clarification(d, random.Random(0))
     v.validate_draft(d, small_catalog, max_matches=1)
     assert d.match_count == count and d.rejection == "not_unique"
     assert any(f"{count} catalog products" in i for i in d.validation_issues)

@@ -38,16 +38,10 @@ from typing import Any, Iterable
 
 from ecab.catalog.base import CatalogReader
 from ecab.construct.draft import Draft
-from ecab.construct.verbalize import (
-    MAX_KEYWORDS,
-    MIN_KEYWORDS,
-    bare_field,
-    dimension,
-    expected_requirement_keys,
-    mentions,
-    numeric_values,
-    product_requirements,
-)
+from ecab.construct.verbalize.clarification import MAX_KEYWORDS, MIN_KEYWORDS
+from ecab.construct.verbalize.persona import expected_requirement_keys, product_requirements
+from ecab.construct.verbalize.phrases import dimension, numeric_values
+from ecab.construct.verbalize.text import bare_field, mentions
 from ecab.env.user import ScriptedUser
 from ecab.fields import IMPLICIT_ELIGIBLE_FIELDS, SAFE_NOISE_FIELDS
 from ecab.judge.normalize import contains_phrase, normalize, options
