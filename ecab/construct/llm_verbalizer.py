@@ -1,6 +1,6 @@
 """The optional LLM verbalizer (`construct.verbalizer=llm`): a chat model rephrases the user query, nothing else.
 
-The template verbalizer (verbalize.py) runs first and writes everything: the query, the query rubrics'
+The template verbalizer (verbalize/) runs first and writes everything: the query, the query rubrics'
 surfaces, the persona and the clarification script. Then an OpenAI-compatible model (`construct.llm.model`,
 a conf/model yaml) rewrites ONLY `draft.user_query` into a more natural shopper message. The prompt shows the
 template query and the phrases that must stay verbatim (every query rubric's `query_surface`) and forbids
