@@ -21,7 +21,7 @@ from typing import Any
 from ecab.construct.verbalizer_prompt import PHRASES_HEADER, QUERY_HEADER, VERBALIZER_MARKER
 from ecab.sim.policy import TextPolicy, system_prompt_starts_with
 
-# First-sentence openings of the template verbalizer (verbalize._opening) and the sim's wording for each.
+# First-sentence openings of the template verbalizer (verbalize.query._opening) and the sim's wording for each.
 OPENING_SWAPS = [
     ("I need ", "I'm shopping for "),
     ("Find me ", "Help me find "),
