@@ -88,9 +88,14 @@ def _first(valid, predicate):
     return fresh(next(d for d in valid if predicate(d)))
 
 
+def _spelled_persona_value(r: Rubric) -> bool:
+    # The leak check skips values of two characters or fewer ("AC"): they occur inside ordinary words.
+    return r.info_source == "persona" and r.type == "attribute_match" and len(str(r.expected_value)) > 3
+
+
 def test_planted_hidden_value_in_the_query_is_a_leak(valid):
-    d = _first(valid, lambda d: any(r.info_source == "persona" and r.type == "attribute_match" for r in d.rubrics))
-    hidden = next(r for r in d.rubrics if r.info_source == "persona" and r.type == "attribute_match")
+    d = _first(valid, lambda d: any(_spelled_persona_value(r) for r in d.rubrics))
+    hidden = next(r for r in d.rubrics if _spelled_persona_value(r))
     d.user_query += f" Oh, and {hidden.expected_value}."
     v.validate_draft(d, None, max_matches=1)
     assert d.rejection == "leak_hidden_value"
@@ -243,3 +248,4 @@ def test_a_distinguishing_detail_narrows_the_family(small_catalog):
     d.rubrics.insert(0, Rubric(id="r0", type="attribute_match", field=f"details.{key}", expected_value=value))
     after, ids = v.count_matches(d, small_catalog)
     assert 1 <= after < before and d.product.product_id in ids
+
