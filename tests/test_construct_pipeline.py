@@ -129,8 +129,8 @@ def test_rejections_are_recorded_with_reasons_and_tabled(small_catalog, tmp_path
     # max_matches=0 rejects every candidate (the target itself always matches): all go to rejected.jsonl.
     out = tmp_path / "rej"
     result = construct(cfg(n_per_intent=1, intents=["product_search", "coupon_budget"], max_matches=0,
-                           max_attempts=1, max_candidates=3), small_catalog, out_dir=out, progress=False)
-    assert result.tasks == []
+                           max_attempts=1, max_candidates=8), small_catalog, out_dir=out, progress=False)
+    assert result.tasks == [], result.skip_counts
     rejected = read_tasks(out / REJECTED_FILE)
     assert len(rejected) == sum(result.rejection_counts.values()) >= 4
     assert all(t.sample_status == "final_validation_failed" and not t.validation_passed for t in rejected)

@@ -16,6 +16,7 @@ and lets the pipeline walk as deep into the pool as it needs.) Categories smalle
 from __future__ import annotations
 
 import random
+import re
 from typing import Callable, Iterable, Iterator
 
 from ecab.catalog.base import CatalogReader
@@ -103,10 +104,17 @@ RICH_NEIGHBOURHOOD = 8
 MAX_IDENTICAL_BONUS = 2
 
 
+def _first_option(text: str) -> str:
+    """A value by its first option: a listing that only lists one more option ("Nylon" vs "Nylon, Silicone")
+    satisfies every requirement on the other's value, so for ordering candidates it counts as the same."""
+    return re.split(r"[,/|]", text, maxsplit=1)[0].strip()
+
+
 def detail_signature(product: Product) -> tuple[tuple[str, str], ...]:
-    """(field, normalized value) of every present canonical detail field, sorted by field."""
+    """(field, normalized first option) of every present canonical detail field, sorted by field."""
     present = present_detail_fields(product)
-    return tuple(sorted((f, normalize(value_text(lookup_detail(product.details, f)))) for f in present))
+    return tuple(sorted((f, normalize(_first_option(value_text(lookup_detail(product.details, f)))))
+                        for f in present))
 
 
 def neighbourhood_scores(products: Iterable[Product]) -> dict[str, int]:
