@@ -290,7 +290,7 @@ def test_embedder_vectors_dedupe_and_concurrent_queries(embedder):
 
     import numpy as np
 
-    from ecab.catalog.embed import DIM
+    from ecab.catalog.embedding_model import DIM
 
     texts = ["usb c charger", "cast iron skillet", "usb c charger"]
     vectors = embedder.encode(texts)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from ecab.catalog.base import CatalogBatch
+from ecab.catalog.embedding_model import MODEL_NAME
 from ecab.catalog.store import META_FILE, LanceCatalog, build_catalog
 
 SOURCES = ("synthetic", "amazon", "productdb", "targets")
@@ -121,8 +122,6 @@ def _source_version(source: str) -> str:
 
 def fingerprint_inputs(cfg: Any) -> dict[str, Any]:
     """Everything the fingerprint covers, as a JSON-able dict (also recorded in meta.json)."""
-    from ecab.catalog.embed import MODEL_NAME
-
     source = _source(cfg)
     spec: dict[str, Any] = {
         "store_version": STORE_VERSION,

@@ -16,8 +16,8 @@ from typing import Sequence
 
 import numpy as np
 
-MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
-DIM = 384
+from ecab.catalog.embedding_model import DIM, MODEL_NAME
+from ecab.catalog.onnx_encoder import load_query_encoder, mean_pool
 # Query encoding: cache, batching, slots; see docs/decisions.md#query-encoder-slots.
 QUERY_CACHE_SIZE = 4096
 QUERY_CACHE_MAX_CHARS = 2048
@@ -61,8 +61,6 @@ class Embedder:
         self._direct = _direct_parts(self._model)
         self._onnx = None
         if self._direct is not None:
-            from ecab.catalog.onnx_encoder import load_query_encoder
-
             tokenizer, transformer, max_tokens = self._direct
             self._onnx = load_query_encoder(tokenizer, transformer, max_tokens, model_path,
                                             reference=self._encode_queries_torch)
@@ -101,8 +99,6 @@ class Embedder:
         if self._onnx is None or len(texts) > QUERY_BATCH:
             with self._lock:
                 return self._encode_queries_torch(texts)
-        from ecab.catalog.onnx_encoder import mean_pool
-
         _, _, max_tokens = self._direct
         # A Rust tokenizer refuses concurrent calls ("Already borrowed"); queries use their own copy so
         # that they never wait for a bulk encode holding the model's tokenizer.

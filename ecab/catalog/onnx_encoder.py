@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ecab.catalog.embedding_model import DIM, MODEL_NAME
+
 log = logging.getLogger(__name__)
 
 EXPORT_VERSION = 1          # bump when the exported graph's inputs or outputs change
@@ -206,8 +208,6 @@ class LightSentenceEncoder:
     def __init__(self, graph: Path, model_dir: str | os.PathLike, max_tokens: int = 256, batch_size: int = 64):
         from tokenizers import Tokenizer
 
-        from ecab.catalog.embed import MODEL_NAME
-
         self.model_name = MODEL_NAME
         self.encoder = OnnxQueryEncoder(graph)
         self.batch_size = batch_size
@@ -222,8 +222,6 @@ class LightSentenceEncoder:
         return ids, mask
 
     def encode(self, texts, batch_size: int | None = None, progress: bool = False) -> np.ndarray:
-        from ecab.catalog.embed import DIM
-
         texts = list(texts)
         if not texts:
             return np.zeros((0, DIM), dtype=np.float32)
