@@ -55,7 +55,8 @@ def write_study(folder: Path, rows: list[dict]) -> None:
 def run_study(budgets: list[int], overrides: list[str], study: str | None = None) -> list[dict]:
     from ecab.config import load_config
     from ecab.run import judge_and_reduce, load_tasks, open_catalog, prepare_folder, run_episodes, validate
-    from ecab.runner.ray import CatalogPool, RayOptions, ensure_ray
+    from ecab.runner.ray import RayOptions, ensure_ray
+    from ecab.runner.ray_catalog import CatalogPool
 
     base = ["runner=ray", *[o for o in overrides if not o.startswith("runner=")]]
     cfg = load_config([*base, f"budget={budgets[0]}"])

@@ -130,12 +130,13 @@ def catalog_batches() -> list[CatalogBatch]:
 
 
 def _build(tmp_path_factory, name: str, batches, embedder, shards: int):
-    from ecab.catalog.store import LanceCatalog, build_catalog
+    from ecab.catalog.facade import Catalog
+    from ecab.catalog.writer import build_catalog
 
     out = tmp_path_factory.mktemp("catalogs") / name
     build_catalog(iter(batches), out, shards=shards, embedder=embedder, fingerprint=f"test-{name}",
                   progress=False)
-    return LanceCatalog.open(out, embedder=embedder)
+    return Catalog.open(out, embedder=embedder)
 
 
 @pytest.fixture(scope="session")

@@ -94,7 +94,7 @@ def test_entity_and_exclusions_depend_on_the_rows_only():
 
 
 def test_knowledge_is_computed_from_rows_alike_for_store_and_product_list(small_catalog):
-    """The store's knowledge (LanceCatalog.knowledge) is the one computed from its rows as a plain list, and
+    """The store's knowledge (Catalog.knowledge) is the one computed from its rows as a plain list, and
     a reader without a knowledge() method gets the same from catalog_knowledge."""
     rows = [p for batch in small_catalog.iter_products() for p in batch]
     expected = CatalogKnowledge.from_products(rows)

@@ -146,13 +146,13 @@ def test_rejections_are_recorded_with_reasons_and_tabled(small_catalog, tmp_path
 
 _RUN = textwrap.dedent("""
     import sys
-    from ecab.catalog.store import LanceCatalog
+    from ecab.catalog.facade import Catalog
     from ecab.construct.pipeline import construct
     if __name__ == "__main__":
         path, out, workers, parent = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
         cfg = {"construct": {"seed": 0, "n_per_intent": 1, "workers": workers, "max_matches": 3,
                              "intents": ["negative_constraint", "coupon_budget", "review_driven"]}}
-        result = construct(cfg, LanceCatalog.open(path), out_dir=out, progress=False, parent_builds=parent)
+        result = construct(cfg, Catalog.open(path), out_dir=out, progress=False, parent_builds=parent)
         print(result.built_by)
 """)
 

@@ -24,12 +24,13 @@ def real_tasks(released_samples):
 def targets_catalog(tmp_path_factory, embedder, released_samples):
     """catalog=targets for the released samples: their targets plus 300 synthetic distractors, in LanceDB."""
     from ecab.catalog.amazon import iter_targets
-    from ecab.catalog.store import LanceCatalog, build_catalog
+    from ecab.catalog.facade import Catalog
+    from ecab.catalog.writer import build_catalog
 
     out = tmp_path_factory.mktemp("targets") / "catalog"
     build_catalog(iter_targets(released_samples, n_distractors=300, seed=0), out, shards=1, embedder=embedder,
                   fingerprint="test-targets", progress=False)
-    return LanceCatalog.open(out, embedder=embedder)
+    return Catalog.open(out, embedder=embedder)
 
 
 class ReplayAgent:

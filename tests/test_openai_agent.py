@@ -59,12 +59,13 @@ def tasks(released_samples):
 @pytest.fixture(scope="module")
 def catalog(tmp_path_factory, embedder, released_samples):
     from ecab.catalog.amazon import iter_targets
-    from ecab.catalog.store import LanceCatalog, build_catalog
+    from ecab.catalog.facade import Catalog
+    from ecab.catalog.writer import build_catalog
 
     out = tmp_path_factory.mktemp("targets") / "catalog"
     build_catalog(iter_targets(released_samples, n_distractors=30, seed=0), out, shards=1, embedder=embedder,
                   fingerprint="test-agent-targets", progress=False)
-    return LanceCatalog.open(out, embedder=embedder)
+    return Catalog.open(out, embedder=embedder)
 
 
 @pytest.fixture(scope="module")

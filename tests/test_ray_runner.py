@@ -64,7 +64,7 @@ def trajectories(folder: RunFolder) -> dict:
 @pytest.fixture(scope="module")
 def pool(ray_cluster, base):
     """2 shards x 2 replicas of catalog actors, shared by the module's Ray runs (as a budget study does)."""
-    from ecab.runner.ray import CatalogPool
+    from ecab.runner.ray_catalog import CatalogPool
 
     catalog = open_catalog(load_config(base))
     pool = CatalogPool(Path(catalog.path).resolve(), catalog.meta, replicas=2)
@@ -221,15 +221,16 @@ def test_a_tasks_units_go_to_one_worker_and_an_idle_worker_takes_from_the_longes
 
 
 def test_a_one_shard_catalog_answers_a_hybrid_search_in_one_actor_call_with_the_local_pages(ray_cluster, base):
-    from ecab.runner.ray import CatalogPool, RemoteCatalog
+    from ecab.runner.ray_catalog import CatalogPool, remote_catalog
 
     catalog = open_catalog(load_config([*base, "catalog.shards=1"]))
     pool = CatalogPool(Path(catalog.path).resolve(), catalog.meta, replicas=1)
     try:
-        remote = RemoteCatalog(catalog.meta, pool.actors, mode="hybrid")
+        remote = remote_catalog(catalog.meta, pool.actors, mode="hybrid")
         calls = []
-        real_call = remote._call
-        remote._call = lambda shard, method, *args: calls.append(method) or real_call(shard, method, *args)
+        client = remote.shards[0]
+        real_send = client._send
+        client._send = lambda method, *args: calls.append(method) or real_send(method, *args)
         for query, offset in [("wireless earbuds", 0), ("stainless steel water bottle", 10), ("gift for a cook", 0)]:
             here = catalog.search(query, limit=10, offset=offset, mode="hybrid")
             there = remote.search(query, limit=10, offset=offset, mode="hybrid")

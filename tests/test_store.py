@@ -10,7 +10,9 @@ import pytest
 
 from conftest import PROBE_PRODUCTS, PROBE_REVIEWS, all_products
 from ecab.catalog.base import CatalogReader
-from ecab.catalog.store import HYBRID_DEPTH, LanceCatalog, original_phrases, shard_of
+from ecab.catalog.facade import Catalog
+from ecab.catalog.layout import shard_of
+from ecab.catalog.search import HYBRID_DEPTH, original_phrases
 
 PARAPHRASE = "heavy frying pan for searing steak"
 
@@ -228,7 +230,7 @@ def test_sharded_catalog_matches_unsharded(small_catalog, small_catalog_sharded)
 
 
 def test_open_is_read_only(small_catalog):
-    shard = small_catalog.shards[0]
+    shard = small_catalog.shards[0].shard
     with pytest.raises(Exception):
         shard.products.delete("product_id = 'PROBE-USBC'")
     assert small_catalog.get_product("PROBE-USBC") is not None
@@ -259,7 +261,7 @@ def test_fingerprint_determinism_and_build_once(tmp_path, embedder, monkeypatch)
 
 
 def test_failed_build_leaves_nothing_that_looks_complete(tmp_path, embedder):
-    from ecab.catalog.store import build_catalog
+    from ecab.catalog.writer import build_catalog
 
     def broken():
         yield from []
@@ -280,7 +282,7 @@ def test_bad_config_names_the_key(tmp_path):
     with pytest.raises(CatalogConfigError, match="catalog.path"):
         catalog_fingerprint({"source": "productdb", "path": str(tmp_path / "missing.db")})
     with pytest.raises(FileNotFoundError, match="meta.json"):
-        LanceCatalog.open(tmp_path)
+        Catalog.open(tmp_path)
 
 
 # ---------------------------------------------------------------------------------------------- embedder
@@ -473,14 +475,14 @@ def test_light_sentence_encoder_gives_the_model_vectors_without_importing_torch(
 
 def test_vector_index_path_matches_exact_search(tmp_path, catalog_batches, embedder, small_catalog, monkeypatch):
     """The small catalog forced through the IVF_FLAT index: same answers as the flat (exact) scan."""
-    from ecab.catalog import store
-    from ecab.catalog.store import LanceCatalog, build_catalog
+    from ecab.catalog import writer
+    from ecab.catalog.writer import build_catalog
 
-    monkeypatch.setattr(store, "VECTOR_INDEX_MIN_ROWS", 1)
+    monkeypatch.setattr(writer, "VECTOR_INDEX_MIN_ROWS", 1)
     out = build_catalog(iter(catalog_batches), tmp_path / "indexed", embedder=embedder, fingerprint="test-ann",
                         progress=False)
-    indexed = LanceCatalog.open(out, embedder=embedder)
-    assert indexed.shards[0].vector_indexed and not small_catalog.shards[0].vector_indexed
+    indexed = Catalog.open(out, embedder=embedder)
+    assert indexed.shards[0].shard.vector_indexed and not small_catalog.shards[0].shard.vector_indexed
     overlaps = []
     for query in ["usb c charging cable", "cast iron pan", "phone case black", "face moisturizer",
                   "wireless earbuds", "coffee mug"]:
@@ -513,12 +515,10 @@ def test_query_fast_path_equals_sentence_transformers(embedder):
     assert np.allclose(fast, reference, atol=1e-5)
 
 
-def test_repeated_searches_are_served_from_the_page_cache(small_catalog):
+def test_repeated_searches_are_served_from_the_page_cache(small_catalog, embedder):
     """A read-only catalog gives the same page for the same arguments: the repeat is a cache hit, equal to
     the first answer, and a caller editing its page cannot change what the next caller gets."""
-    from ecab.catalog.store import LanceCatalog
-
-    catalog = LanceCatalog.open(small_catalog.path, embedder=small_catalog.embedder)
+    catalog = Catalog.open(small_catalog.path, embedder=embedder)
     first = catalog.search("usb c charger cable", limit=5)
     first.hits.clear()
     again = catalog.search("usb c charger cable", limit=5)
@@ -539,7 +539,7 @@ def test_concurrent_identical_searches_run_once_and_share_the_page_or_the_error(
     import pytest
 
     from ecab.catalog.base import SearchHit, SearchPage
-    from ecab.catalog.store import SearchPageCache
+    from ecab.catalog.cache import SearchPageCache
 
     cache, calls, gate = SearchPageCache(), [], threading.Event()
 
@@ -577,17 +577,15 @@ def test_concurrent_identical_searches_run_once_and_share_the_page_or_the_error(
     assert calls.count("broken") == 2
 
 
-def test_search_legs_on_the_async_api_match_lancedbs_sync_query_builder(small_catalog):
+def test_search_legs_on_the_async_api_match_lancedbs_sync_query_builder(small_catalog, embedder):
     """The hybrid legs run on lancedb's async API (one schema read per query); they must return exactly
     what the documented sync builder returns, prefilters included."""
     import numpy as np
     from lancedb.query import MatchQuery
 
-    from ecab.catalog.store import HYBRID_DEPTH
-
-    shard = small_catalog.shards[0]
+    shard = small_catalog.shards[0].shard
     for query in ["usb c charger cable", "stainless steel water bottle", "wall charger"]:
-        vector = small_catalog.embedder.encode_query(query)
+        vector = embedder.encode_query(query)
         for where in (None, "price < 30", "average_rating >= 4 AND price > 5"):
             sync = shard.products.search(MatchQuery(query, "search_text", operator="OR"), query_type="fts")
             sync = (sync.where(where, prefilter=True) if where else sync).limit(HYBRID_DEPTH).to_arrow()

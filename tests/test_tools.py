@@ -339,11 +339,12 @@ def test_real_task_toolbox(catalog, released_samples):
 def lance_catalog(tmp_path_factory):
     from ecab.catalog.base import CatalogBatch
     from ecab.catalog.embed import get_embedder
-    from ecab.catalog.store import LanceCatalog, build_catalog
+    from ecab.catalog.facade import Catalog
+    from ecab.catalog.writer import build_catalog
 
     path = build_catalog([CatalogBatch(PRODUCTS, REVIEWS)], tmp_path_factory.mktemp("tools") / "catalog",
                          embedder=get_embedder(), fingerprint="tools-test", progress=False)
-    return LanceCatalog.open(path)
+    return Catalog.open(path)
 
 
 def test_real_catalog_is_a_catalog_reader(lance_catalog):

@@ -29,7 +29,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from ecab.catalog.store import LanceCatalog, original_phrases
+from ecab.catalog.facade import Catalog
+from ecab.catalog.search import original_phrases
 
 LANCE_MODES = ("hybrid", "fts", "vector", "original")
 TARGET_SIZE = 100_000
@@ -58,7 +59,7 @@ class Row:
 
 # --------------------------------------------------------------------------------------------- queries
 
-def make_queries(catalog: LanceCatalog, n: int, seed: int = 0) -> list[Query]:
+def make_queries(catalog: Catalog, n: int, seed: int = 0) -> list[Query]:
     """Shopper phrases from random catalog products: entity phrase + one attribute value."""
     from ecab.fields import lookup_detail
 
@@ -88,7 +89,7 @@ def make_queries(catalog: LanceCatalog, n: int, seed: int = 0) -> list[Query]:
 
 # ---------------------------------------------------------------------------------------------- sqlite
 
-def build_sqlite(catalog: LanceCatalog, path: Path) -> float:
+def build_sqlite(catalog: Catalog, path: Path) -> float:
     """The original's title index over the catalog's products; returns the build time in seconds."""
     started = time.perf_counter()
     conn = sqlite3.connect(path)
@@ -166,25 +167,26 @@ def measure(engine: str, run, queries: list[Query], threads: int, clear_cache=No
                hits / max(len(queries), 1), statistics.fmean(totals) if totals else 0.0)
 
 
-def lance_runner(catalog: LanceCatalog, mode: str):
+def lance_runner(catalog: Catalog, mode: str):
     def run(text: str) -> tuple[list[str], int]:
         page = catalog.search(text, limit=20, mode=mode)
         return [h.product_id for h in page.hits], page.total
     return run
 
 
-def ann_recall(catalog: LanceCatalog, queries: list[Query], k: int = 20, sample: int = 50) -> float | None:
+def ann_recall(catalog: Catalog, queries: list[Query], k: int = 20, sample: int = 50) -> float | None:
     """recall@k of the catalog's vector search (ANN index) against an exact scan of the same shards."""
     import numpy as np
 
-    if not any(s.vector_indexed for s in catalog.shards):
+    shards = [client.shard for client in catalog.shards]   # opened in this process: Catalog.open
+    if not any(s.vector_indexed for s in shards):
         return None
     found = []
     for q in queries[:sample]:
-        vector = np.asarray(catalog.embedder.encode_query(q.text), dtype=np.float32)
+        vector = np.asarray(shards[0].embedder.encode_query(q.text), dtype=np.float32)
         ann = {h.product_id for h in catalog.search(q.text, limit=k, mode="vector").hits}
         exact = []
-        for shard in catalog.shards:
+        for shard in shards:
             table = shard.products.search(vector, vector_column_name="vector").distance_type("cosine") \
                 .bypass_vector_index().select(["product_id", "_distance"]).limit(k).to_arrow()
             exact += zip(table["_distance"].to_pylist(), table["product_id"].to_pylist())
@@ -275,7 +277,7 @@ def task_queries(tasks) -> tuple[list[Query], int]:
     return queries, skipped
 
 
-def load_bench_tasks(cfg, spec: str, catalog: LanceCatalog) -> tuple[list, str]:
+def load_bench_tasks(cfg, spec: str, catalog: Catalog) -> tuple[list, str]:
     """`--tasks default`: the generated benchmark of `catalog` (built once, cached); else a jsonl path."""
     from ecab.schema import read_tasks
 

@@ -1,7 +1,7 @@
 """The catalog contract every stage reads through (tools, construction, judge, runners).
 
-`CatalogReader` is what a LanceDB-backed catalog (store.py) offers, sharded or not, local or behind a Ray
-actor. Sources (synthetic/, amazon.py) produce `CatalogBatch`es that a store is built from.
+`CatalogReader` is what the catalog facade (facade.py) offers, sharded or not, its shards local or behind Ray
+actors. Sources (synthetic/, amazon.py) produce `CatalogBatch`es that a catalog is built from (writer.py).
 
 What construction may know about a catalog beyond one product's own record (value pools, title phrases)
 comes from `catalog_knowledge(reader)` only: computed from the catalog's rows, the same for every source
@@ -26,7 +26,7 @@ class CatalogBatch:
     reviews: list[Review] = field(default_factory=list)
 
 
-@dataclass(frozen=True)   # frozen: cached search pages share their hits (store.SearchPageCache)
+@dataclass(frozen=True)   # frozen: cached search pages share their hits (cache.SearchPageCache)
 class SearchHit:
     product_id: str
     title: str

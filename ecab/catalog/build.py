@@ -15,7 +15,9 @@ from typing import Any, Iterator, Mapping
 
 from ecab.catalog.base import CatalogBatch
 from ecab.catalog.embedding_model import MODEL_NAME
-from ecab.catalog.store import META_FILE, LanceCatalog, build_catalog
+from ecab.catalog.facade import Catalog
+from ecab.catalog.layout import META_FILE
+from ecab.catalog.writer import build_catalog
 
 SOURCES = ("synthetic", "amazon", "productdb", "targets")
 # Bump when the store layout or the derived columns change: old cached catalogs are then rebuilt.
@@ -224,7 +226,7 @@ def catalog_dir(cfg: Any, cache_dir: str | os.PathLike) -> Path:
 
 
 def ensure_catalog(cfg: Any, cache_dir: str | os.PathLike, *, mode: str = "hybrid", embedder=None,
-                   progress: bool = True) -> LanceCatalog:
+                   progress: bool = True) -> Catalog:
     """Open the catalog for `cfg` (the `catalog` config group), building it first if it is not cached."""
     fingerprint = catalog_fingerprint(cfg)
     out = Path(cache_dir).expanduser() / "catalogs" / fingerprint
@@ -244,4 +246,4 @@ def ensure_catalog(cfg: Any, cache_dir: str | os.PathLike, *, mode: str = "hybri
             # Another process finished the same build first: its catalog is identical, use it.
             if not (out / META_FILE).exists():
                 raise
-    return LanceCatalog.open(out, mode=mode, embedder=embedder)
+    return Catalog.open(out, mode=mode, embedder=embedder)

@@ -17,7 +17,7 @@ Construction needs two things beyond a product's own record (docs/original-harne
   heuristic in construction.
 
 Nothing here looks at how a row was made: a generated product and an Amazon one are read alike. The store
-(`LanceCatalog.knowledge()`) and construction's in-memory snapshot compute it once per catalog;
+(`Catalog.knowledge()`) and construction's in-memory snapshot compute it once per catalog;
 `ecab.catalog.base.catalog_knowledge` is the one entry point.
 """
 from __future__ import annotations

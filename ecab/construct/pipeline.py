@@ -792,7 +792,7 @@ def _cfg_out(cfg: Any) -> str | None:
 
 def _reopener(catalog: CatalogReader, *, required: bool = True) -> Callable[[], CatalogReader] | None:
     """A picklable opener for the same catalog: its own `reopener()`, or `type.open(path, mode=...)`
-    for a LanceCatalog-like class (each worker then opens the store itself, read-only). None when there
+    for a Catalog-like class (each worker then opens the store itself, read-only). None when there
     is none and it is not `required` (workers reading the in-memory snapshot need it only for reviews)."""
     reopen = getattr(catalog, "reopener", None)
     if reopen is not None:

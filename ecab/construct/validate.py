@@ -397,7 +397,7 @@ def candidate_products(draft: Draft, catalog: CatalogReader, candidate_ids: list
     category = draft.product.main_category
     if small:
         return list(_products_by_category(catalog).get(category, []))
-    from ecab.catalog.store import sql_quote  # a LanceDB `where` literal
+    from ecab.catalog.search import sql_quote  # a LanceDB `where` literal
     entity = draft.entity.canonical_entity if draft.entity else draft.product.title
     page = catalog.search(entity, limit=SEARCH_PREFILTER_LIMIT, mode="original",
                           where=f"main_category = {sql_quote(category)}")

@@ -352,7 +352,7 @@ def category_products(catalog, target: Product, entity_hint: str | None = None) 
     category = target.main_category
     if catalog.count() <= validate.FULL_SCAN_LIMIT:
         return validate._products_by_category(catalog).get(category, [])
-    from ecab.catalog.store import sql_quote
+    from ecab.catalog.search import sql_quote
     page = catalog.search(entity_hint or target.title, limit=validate.SEARCH_PREFILTER_LIMIT, mode="original",
                           where=f"main_category = {sql_quote(category)}")
     return catalog.get_products([h.product_id for h in page.hits])

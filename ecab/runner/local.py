@@ -58,7 +58,7 @@ async def run_unit(unit: Unit, task: Task, catalog, model_cfg: Any, settings: Ep
 
 def widen_thread_pool(concurrency: int, catalog=None) -> None:
     """Catalog calls run in the loop's default executor (asyncio.to_thread). A catalog whose calls wait on
-    another process (Ray's RemoteCatalog) needs a thread per episode that may be waiting, up to 256; one
+    another process (Ray's shard clients, call_threads None) needs a thread per episode that may be waiting, up to 256; one
     whose calls are CPU work in this process says how many threads it can use (`call_threads`)."""
     workers = max(8, min(256, concurrency))
     if getattr(catalog, "call_threads", None):

@@ -1,14 +1,9 @@
-"""runner=ray: catalog actors, async episode workers, one limiter per endpoint, and the driver loop.
+"""runner=ray: async episode workers, one limiter per endpoint, and the driver loop.
 
 Topology (docs/architecture.md §7.2):
-- `CatalogPool`: `shards x replicas` catalog actors. Each opens its LanceDB shard read-only inside the
-  actor (`open_shard`), so the catalog directory must be readable from every node: the local disk on one
-  machine, a shared file system (NFS, EFS, a PVC) on a cluster.
-- `RemoteCatalog`: the `CatalogReader` that episode workers use. A search fans out to one replica of every
-  shard and merges with the same `fuse` as the local catalog (so results are identical); a point lookup
-  goes to the owning shard. Query embeddings are computed on a catalog actor too, so episode workers stay
-  light (no embedding model in them). A call to a dead actor is retried on another replica, or - with one replica -
-  after Ray restarts the actor (`max_restarts=-1`).
+- `CatalogPool` (ray_catalog.py): `shards x replicas` catalog actors, each opening its shard read-only; episode
+  workers read the catalog through the same `Catalog` facade as runner=local, over Ray shard clients
+  (`remote_catalog`), so results are identical and no worker loads the embedding model.
 - `EpisodeWorker`: an async actor running many episodes at once (`run_unit`, the same code as
   runner=local), appending each finished trajectory to its own part file.
 - `RayRunner`: the driver. It hands a unit to a worker only when that worker has a free slot (credit-based
@@ -22,30 +17,19 @@ import os
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 import asyncio  # noqa: E402
-import heapq  # noqa: E402
 import itertools  # noqa: E402
-import json  # noqa: E402
 import math  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
-import uuid  # noqa: E402
 import zlib  # noqa: E402
 from collections import Counter, deque  # noqa: E402
 from dataclasses import asdict, dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import Any, Callable, Iterator  # noqa: E402
+from typing import Any, Callable  # noqa: E402
 
 import ray  # noqa: E402
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError  # noqa: E402
 
 from ecab.env.agent_protocol import EndpointRefused  # noqa: E402
-from ecab.catalog.base import SearchHit, SearchPage  # noqa: E402
-from ecab.catalog.store import (HYBRID_DEPTH, MODES, SearchPageCache, ShardCandidates, batched_products, fuse,  # noqa: E402
-                                 search_args, shard_of)  # noqa: E402
-from ecab.schema import Product, Review  # noqa: E402
-
-SWITCH_REPLICA_AFTER_S = 10.0   # a catalog call stalled this long moves to another replica
-SUSPECT_FOR_S = 30.0            # a replica that failed is tried last for this long
+from ecab.runner.ray_catalog import CatalogPool, remote_catalog  # noqa: E402
 
 
 def ensure_ray(address: str | None = None) -> bool:
@@ -56,294 +40,6 @@ def ensure_ray(address: str | None = None) -> bool:
     kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": "warning", "log_to_driver": True}
     ray.init(address=address or None, **kwargs)
     return True
-
-
-# -------------------------------------------------------------------------------------------- run stats
-
-@ray.remote(num_cpus=0)
-class RunStats:
-    """Counters that survive the actors reporting them (a restarted catalog actor reports itself here)."""
-
-    def __init__(self) -> None:
-        self.counts: Counter = Counter()
-
-    def add(self, key: str, n: int = 1) -> None:
-        self.counts[key] += n
-
-    def get(self) -> dict[str, int]:
-        return dict(self.counts)
-
-
-# ------------------------------------------------------------------------------------------ catalog side
-
-class CatalogShardService:
-    """The body of a catalog actor: one shard, opened read-only inside the actor process."""
-
-    def __init__(self, path: str, index: int, stats_name: str | None = None, load_embedder: bool = True):
-        from ecab.catalog.store import open_shard
-
-        self.index = index
-        self.shard = open_shard(path, index)
-        if load_embedder:   # now, not at the first query: a (re)starting actor takes calls only when warm
-            self.encode_query("warm up")
-        if stats_name is not None and _was_restarted():
-            ray.get_actor(stats_name).add.remote("catalog_actor_restarts", 1)
-
-    def ready(self) -> str:
-        return ray.get_runtime_context().get_node_id()
-
-    def encode_query(self, query: str):
-        """The query embedding, computed here so episode workers never load the embedding model."""
-        embedder = self.shard.embedder
-        if embedder.model_name != self.shard.meta["embedding_model"]:
-            raise ValueError(f"catalog built with {self.shard.meta['embedding_model']}, "
-                             f"query embedder is {embedder.model_name}")
-        return embedder.encode_query(query)
-
-    def keyword_leg(self, query: str, depth: int, where: str | None) -> list[SearchHit]:
-        return self.shard.keyword_leg(query, depth, where)
-
-    def vector_leg(self, vector, depth: int, where: str | None) -> list[SearchHit]:
-        return self.shard.vector_leg(vector, depth, where)
-
-    def hybrid_candidates(self, query: str, depth: int, where: str | None) -> ShardCandidates:
-        """Both hybrid legs with the query embedded here: on a one-shard catalog a search is one actor call
-        instead of three (keyword leg, embedding, vector leg)."""
-        return ShardCandidates(fts=self.keyword_leg(query, depth, where),
-                               vector=self.vector_leg(self.encode_query(query), depth, where))
-
-    def candidates(self, mode: str, query: str, vector, depth: int, where: str | None) -> ShardCandidates:
-        return self.shard.candidates(mode, query, vector, depth=depth, where=where)
-
-    def product_data(self, product_id: str) -> str | None:
-        return self.shard.product_data(product_id)
-
-    def products_data(self, product_ids: list[str]) -> dict[str, str]:
-        return self.shard.products_data(product_ids)
-
-    def review_rows(self, product_id: str) -> tuple[str, ...]:
-        return self.shard.review_rows(product_id)
-
-    def search_reviews(self, product_id: str, query: str, limit: int, mode: str) -> list[str]:
-        vector = self.encode_query(query) if mode in ("hybrid", "vector") else None
-        return self.shard.search_reviews(product_id, query, vector, limit=limit, mode=mode)
-
-    def store_rows(self, store: str) -> tuple[tuple[int, str, str], ...]:
-        return self.shard.store_rows(store)
-
-    def all_rows(self) -> list[tuple[int, str]]:
-        return list(self.shard.iter_rows(1024))
-
-
-CatalogShardActor = ray.remote(CatalogShardService)
-
-
-def _was_restarted() -> bool:
-    import warnings
-
-    with warnings.catch_warnings():   # the property warns about an internal deprecated accessor
-        warnings.simplefilter("ignore")
-        return bool(ray.get_runtime_context().was_current_actor_reconstructed)
-
-
-class CatalogPool:
-    """`shards x replicas` catalog actors for one built catalog; shareable by many runs (a budget study)."""
-
-    def __init__(self, path: str | Path, meta: dict, replicas: int = 1, *, num_cpus: float = 0,
-                 max_concurrency: int = 16, load_embedder: bool = True):
-        if replicas < 1:
-            raise ValueError(f"catalog.replicas must be >= 1, got {replicas}")
-        self.path, self.meta = str(path), meta
-        # The actors find the stats actor by name: a restarted actor gets its constructor arguments again,
-        # and Ray warns (and a restart can fail) when those include a handle held in the object store.
-        stats_name = f"ecab-run-stats-{uuid.uuid4().hex}"
-        self.stats = RunStats.options(name=stats_name).remote()
-        options = {"num_cpus": num_cpus, "max_restarts": -1, "max_task_retries": 0,
-                   "max_concurrency": max_concurrency, "scheduling_strategy": "SPREAD"}
-        self.actors: list[list[Any]] = [
-            [CatalogShardActor.options(**options).remote(self.path, shard, stats_name, load_embedder)
-             for _ in range(replicas)]
-            for shard in range(int(meta["shards"]))]
-        # Fail fast (a path the actors cannot read, a missing shard) instead of at the first tool call.
-        self.nodes = set(ray.get([a.ready.remote() for row in self.actors for a in row]))
-
-    def restarts(self) -> int:
-        """Catalog actors Ray has restarted (each reports itself once its constructor ran again)."""
-        deadline = time.monotonic() + 120
-        for row in self.actors:     # let a restart in progress finish before counting
-            for actor in row:
-                while time.monotonic() < deadline:
-                    try:
-                        ray.get(actor.ready.remote(), timeout=30)
-                        break
-                    except (RayActorError, GetTimeoutError):   # unavailable while it restarts
-                        time.sleep(0.5)
-        return int(ray.get(self.stats.get.remote()).get("catalog_actor_restarts", 0))
-
-    def shutdown(self) -> None:
-        for row in self.actors:
-            for actor in row:
-                ray.kill(actor)
-        ray.kill(self.stats)
-
-
-class CatalogUnavailable(RuntimeError):
-    """Every replica of a shard kept failing past the retry deadline."""
-
-
-class RemoteCatalog:
-    """`CatalogReader` over catalog actors (see the module docstring). Blocking, like LanceCatalog: the tool
-    box calls it from worker threads."""
-
-    def __init__(self, meta: dict, actors: list[list[Any]], *, mode: str = "hybrid",
-                 call_timeout_s: float = 120.0, retry_deadline_s: float = 300.0):
-        if mode not in MODES:
-            raise ValueError(f"unknown search mode {mode!r} (expected one of {', '.join(MODES)})")
-        self.meta, self.actors, self.mode = meta, actors, mode
-        self.fingerprint: str = meta["fingerprint"]
-        self.call_timeout_s, self.retry_deadline_s = call_timeout_s, retry_deadline_s
-        self._turns = [itertools.count() for _ in actors]
-        self._suspect: dict[int, float] = {}     # id(actor handle) -> avoid it until this time
-        self._lock = threading.Lock()
-        self.retried_calls = 0
-        self._pages = SearchPageCache()
-
-    # -- calling actors, with retries ------------------------------------------------------------------
-
-    def _replicas(self, shard: int) -> list[Any]:
-        """The shard's replicas, starting at the next one in turn (spreads load), replicas that failed
-        recently last (calls sent to a restarting actor would wait for its restart)."""
-        row = self.actors[shard]
-        start = next(self._turns[shard]) % len(row)
-        order = row[start:] + row[:start]
-        now = time.monotonic()
-        return sorted(order, key=lambda a: self._suspect.get(id(a), 0.0) > now)
-
-    def _timeout(self, shard: int) -> float:
-        """With another replica to try, give up on a stalled one sooner."""
-        return min(self.call_timeout_s, SWITCH_REPLICA_AFTER_S) if len(self.actors[shard]) > 1 \
-            else self.call_timeout_s
-
-    def _note_retry(self, actor=None) -> None:
-        with self._lock:
-            self.retried_calls += 1
-            if actor is not None:
-                self._suspect[id(actor)] = time.monotonic() + SUSPECT_FOR_S
-
-    def _call(self, shard: int, method: str, *args) -> Any:
-        deadline = time.monotonic() + self.retry_deadline_s
-        for attempt in itertools.count():
-            for actor in self._replicas(shard):
-                try:
-                    return ray.get(getattr(actor, method).remote(*args), timeout=self._timeout(shard))
-                except (RayActorError, GetTimeoutError) as exc:
-                    self._note_retry(actor)
-                    error = exc
-            if time.monotonic() > deadline:
-                raise CatalogUnavailable(f"catalog shard {shard}: every replica failed for "
-                                         f"{self.retry_deadline_s:.0f} s ({error})")
-            time.sleep(min(2.0, 0.05 * 2 ** attempt))   # a restarting actor needs a moment
-        raise AssertionError("unreachable")
-
-    def _fanout(self, method: str, shards: list[int], args_of: Callable[[int], tuple]) -> list[Any]:
-        """Call every listed shard at once (one replica each); a failed part is retried on its own."""
-        targets = [self._replicas(s)[0] for s in shards]
-        refs = [getattr(actor, method).remote(*args_of(s)) for s, actor in zip(shards, targets)]
-        return [self._result(shard, actor, ref, method, args_of(shard))
-                for shard, actor, ref in zip(shards, targets, refs)]
-
-    def _result(self, shard: int, actor, ref, method: str, args: tuple) -> Any:
-        """The answer of a call already sent to `actor`, or - if it died or stalled - of a retry."""
-        try:
-            return ray.get(ref, timeout=self._timeout(shard))
-        except (RayActorError, GetTimeoutError):
-            self._note_retry(actor)
-            return self._call(shard, method, *args)
-
-    # -- helpers ---------------------------------------------------------------------------------------
-
-    @property
-    def n_shards(self) -> int:
-        return len(self.actors)
-
-    def _encode(self, query: str):
-        """Embed the query on a catalog actor (spread by query) rather than in this process."""
-        return self._call(shard_of(query, self.n_shards), "encode_query", query)
-
-    def _owner(self, product_id: str) -> int:
-        return shard_of(product_id, self.n_shards)
-
-    # -- CatalogReader ---------------------------------------------------------------------------------
-
-    def count(self) -> int:
-        return int(self.meta["counts"]["products"])
-
-    def search_cache_stats(self) -> dict[str, int]:
-        return self._pages.stats()
-
-    def search(self, query: str, *, limit: int = 20, offset: int = 0, mode: str | None = None,
-               where: str | None = None) -> SearchPage:
-        return self._pages.search(query, mode or self.mode, limit, offset, where, self._search)
-
-    def _search(self, query: str, mode: str, limit: int, offset: int, where: str | None) -> SearchPage:
-        shards = list(range(self.n_shards))
-        if mode == "hybrid" and self.n_shards == 1:
-            depth = max(HYBRID_DEPTH, offset + limit)
-            parts = [self._call(0, "hybrid_candidates", query, depth, where)]
-            return fuse(mode, parts, limit=limit, offset=offset, depth=depth)
-        if mode == "hybrid":
-            depth = max(HYBRID_DEPTH, offset + limit)
-            # The keyword legs run on the actors while the query is embedded on one of them (embedding it
-            # on every shard's actor would cost more than the two extra calls).
-            targets = [self._replicas(s)[0] for s in shards]
-            keyword = [a.keyword_leg.remote(query, depth, where) for a in targets]
-            vector = self._encode(query)
-            nearest = self._fanout("vector_leg", shards, lambda s: (vector, depth, where))
-            fts = [self._result(s, a, ref, "keyword_leg", (query, depth, where))
-                   for s, a, ref in zip(shards, targets, keyword)]
-            parts = [ShardCandidates(fts=f, vector=v) for f, v in zip(fts, nearest)]
-            return fuse(mode, parts, limit=limit, offset=offset, depth=depth)
-        vector = self._encode(query) if mode == "vector" else None
-        depth = max(offset + limit, 1)
-        parts = self._fanout("candidates", shards, lambda s: (mode, query, vector, depth, where))
-        return fuse(mode, parts, limit=limit, offset=offset, depth=depth)
-
-    def get_product(self, product_id: str) -> Product | None:
-        data = self._call(self._owner(product_id), "product_data", product_id)
-        return Product.from_dict(json.loads(data)) if data is not None else None
-
-    def get_products(self, product_ids: list[str]) -> list[Product]:
-        by_shard: dict[int, list[str]] = {}
-        for pid in product_ids:
-            by_shard.setdefault(self._owner(pid), []).append(pid)
-        found: dict[str, str] = {}
-        for part in self._fanout("products_data", list(by_shard), lambda s: (by_shard[s],)):
-            found.update(part)
-        return [Product.from_dict(json.loads(found[pid])) for pid in product_ids if pid in found]
-
-    def get_reviews(self, product_id: str, limit: int = 20) -> list[Review]:
-        rows = self._call(self._owner(product_id), "review_rows", product_id)
-        return [Review.from_dict(json.loads(row)) for row in rows[:max(0, limit)]]
-
-    def search_reviews(self, product_id: str, query: str, limit: int = 5, *,
-                       mode: str | None = None) -> list[Review]:
-        mode, limit, _ = search_args(query, mode or self.mode, limit, 0)
-        if mode is None or limit <= 0:
-            return []
-        rows = self._call(self._owner(product_id), "search_reviews", product_id, query, limit, mode)
-        return [Review.from_dict(json.loads(row)) for row in rows]
-
-    def store_products(self, store: str, *, limit: int = 20, offset: int = 0) -> SearchPage:
-        parts = self._fanout("store_rows", list(range(self.n_shards)), lambda s: (store,))
-        rows = list(heapq.merge(*parts))
-        offset, limit = max(0, offset), max(0, limit)
-        return SearchPage(hits=[SearchHit(pid, title, 0.0) for _, pid, title in rows[offset:offset + limit]],
-                          total=len(rows))
-
-    def iter_products(self, batch_size: int = 1024) -> Iterator[list[Product]]:
-        """Every product in build order (pulls whole shards: for small catalogs and checks only)."""
-        parts = self._fanout("all_rows", list(range(self.n_shards)), lambda s: ())
-        yield from batched_products(heapq.merge(*parts), batch_size)
 
 
 # ------------------------------------------------------------------------------------------- the workers
@@ -379,7 +75,7 @@ class EpisodeWorkerService:
         os.environ["RAY_WARN_BLOCKING_GET_INSIDE_ASYNC"] = "0"
         self.worker_id, self.spec, self.tasks = worker_id, spec, tasks
         self.settings = EpisodeSettings(**spec.settings)
-        self.catalog = RemoteCatalog(meta, catalog_actors, mode=spec.search_mode)
+        self.catalog = remote_catalog(meta, catalog_actors, mode=spec.search_mode)
         self.folder = RunFolder(spec.run_dir)
         self.rss_start_mb = _rss_mb()
         self._started = False
