@@ -23,7 +23,7 @@ from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
 from ecab.env.agent_protocol import EndpointRefused  # noqa: E402
 from ecab.config import ConfigError, die, preflight, require, validate_numbers  # noqa: E402
-from ecab.schema import DEFAULT_MAX_LINE_BYTES, FormatError, Task, dumps, read_tasks, write_jsonl  # noqa: E402
+from ecab.schema import DEFAULT_MAX_LINE_BYTES, FormatError, Task, read_tasks  # noqa: E402
 
 SECRET_MARKERS = ("api_key", "secret", "token", "password")
 
@@ -166,7 +166,7 @@ def prepare_folder(cfg: DictConfig, tasks: list[Task], catalog):
     """Lock, then create or reopen the run folder; refuse to resume into a run of a different config or task
     set. With run.resume=false an existing run is moved aside (`<name>.<timestamp>`), never deleted. The
     folder comes back locked: release it (`folder.release()`) when the run is over."""
-    from ecab.runner.store import RunFolder
+    from ecab.runs import RunFolder
     folder = RunFolder(Path(cfg.run.dir) / run_name(cfg))
     lock_folder(folder)
     try:
@@ -191,7 +191,7 @@ def _prepare_locked(cfg: DictConfig, tasks: list[Task], catalog, folder) -> None
         "config_hash": stable_hash(identity),
         "task_set_hash": stable_hash([t.to_dict() for t in tasks]),
         "catalog_fingerprint": getattr(catalog, "fingerprint", None),
-        "tasks_path": "tasks.jsonl",
+        "tasks_path": folder.tasks_file.name,
         "n_tasks": len(tasks),
         "versions": package_versions(),
     }
@@ -207,7 +207,7 @@ def _prepare_locked(cfg: DictConfig, tasks: list[Task], catalog, folder) -> None
         print(f"run.resume=false: the previous run in {folder.path} was moved to {aside}")
     folder.create()
     folder.write_config(OmegaConf.to_yaml(OmegaConf.create(resolved)))
-    write_jsonl(folder.path / "tasks.jsonl", tasks)
+    folder.write_tasks(tasks)
     manifest["started_at"] = old.get("started_at") if old and cfg.run.resume else time.strftime("%Y-%m-%dT%H:%M:%S")
     folder.write_manifest(manifest)
 
@@ -217,7 +217,7 @@ def run_episodes(cfg: DictConfig, tasks: list[Task], catalog, folder, *, catalog
     runner=ray; records the runner's counts (retried units, catalog actor restarts, limiter rates) in the
     manifest under runner_stats and returns them."""
     from ecab.env.episode import EpisodeSettings
-    from ecab.runner.units import make_units
+    from ecab.core.unit import make_units
 
     units = make_units([t.id for t in tasks], cfg.model.name, cfg.budget, cfg.seed, cfg.trials)
     done = {k for k, t in folder.latest_trajectories().items() if t.termination != "infra_error"}
@@ -249,13 +249,13 @@ def run_episodes(cfg: DictConfig, tasks: list[Task], catalog, folder, *, catalog
 
 
 def judge_and_reduce(cfg: DictConfig, tasks: list[Task], catalog, folder) -> dict:
-    from ecab.judge.dispatch import judge_all, judge_model_name, write_verdict_files
+    from ecab.judge.dispatch import judge_all, judge_model_name
     from ecab.reduce import reduce_run
 
     by_id = {t.id: t for t in tasks}
     trajectories = [t for t in folder.latest_trajectories().values() if t.id in by_id]
     judgements, judge_info = judge_all(cfg.judge, by_id, trajectories, catalog)   # judge=rules | llm
-    write_verdict_files(folder.path, str(cfg.judge.name), judgements)
+    folder.write_verdicts(str(cfg.judge.name), judgements)
     judge_model = judge_model_name(cfg.judge)
     manifest = folder.read_manifest()
     if "review_checker" in judge_info:

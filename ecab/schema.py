@@ -657,12 +657,6 @@ class Trajectory(Record):
     def _parse_field(cls, key, value, where):
         return _parse_list(value, Step, where) if key == "steps" else value
 
-    @property
-    def unit_key(self) -> tuple:
-        u = self.unit
-        return (u.get("task_id", self.id), u.get("model", self.model), u.get("budget"), u.get("seed"),
-                u.get("trial", 0))
-
 
 @dataclass
 class Judgement(Record):

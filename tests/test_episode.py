@@ -171,8 +171,8 @@ def test_run_units_checkpoints_every_episode_with_the_loaded_heap_frozen(real_ta
     import gc
 
     from ecab.runner.local import run_units
-    from ecab.runner.store import RunFolder
-    from ecab.runner.units import make_units
+    from ecab.runs import RunFolder
+    from ecab.core.unit import make_units
 
     folder = RunFolder(tmp_path / "run").create()
     units = make_units([t.id for t in real_tasks], "oracle", 100, 0, 1)

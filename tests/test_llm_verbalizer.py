@@ -27,8 +27,8 @@ from ecab.construct.pipeline import (
     construct,
     run_stages,
     scan_catalog,
-    task_rng,
 )
+from ecab.core.seeds import task_rng
 from ecab.construct.validate import rubric_lock, validate_draft
 from ecab.construct.verbalize import verbalize as template_verbalize
 from ecab.construct import sim_policy as verbalizer_policy

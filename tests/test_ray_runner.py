@@ -9,7 +9,7 @@ import pytest
 
 from ecab.config import load_config
 from ecab.run import judge_and_reduce, load_tasks, open_catalog, prepare_folder, run_episodes, validate
-from ecab.runner.store import RunFolder
+from ecab.runs import RunFolder
 
 BASE = ["model=heuristic", "catalog=targets", "benchmark=file", "catalog.products=150",
         "catalog.shards=2", "benchmark.limit=8", "budget=30", "run.progress=false"]

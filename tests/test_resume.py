@@ -13,7 +13,7 @@ import pytest
 
 from ecab.config import load_config
 from ecab.run import main_job
-from ecab.runner.store import RunFolder
+from ecab.runs import RunFolder
 from ecab.schema import Trajectory
 
 ROOT = Path(__file__).resolve().parents[1]

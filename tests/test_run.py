@@ -10,7 +10,7 @@ import pytest
 
 from ecab.config import ConfigError, load_config, preflight
 from ecab.run import main_job
-from ecab.runner.store import RunFolder
+from ecab.runs import RunFolder
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ["catalog.products=600", "benchmark.n_per_intent=2", "run.progress=false"]

@@ -20,7 +20,7 @@ import pytest
 from ecab.env.agent_protocol import EndpointRefused
 from ecab.config import ConfigError, load_config
 from ecab.run import main_job, validate
-from ecab.runner.store import RunFolder
+from ecab.runs import RunFolder
 from ecab.schema import FormatError, read_tasks
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,7 +7,8 @@ import pytest
 from test_reduce import make_judgement, make_run, make_task, make_traj, rubric, write_run_folder
 
 from ecab.reduce import reduce_run, summarize
-from ecab.reduce.audit import cohen_kappa, judge_agreement, judge_files
+from ecab.reduce.audit import cohen_kappa, judge_agreement
+from ecab.runs import RunFolder
 from ecab.reduce.variance import bootstrap_ratio_ci, flip_rate, pass_hat_k
 from ecab.schema import write_jsonl
 
@@ -149,7 +150,7 @@ def test_two_judges_agreement_by_type(run, tmp_path):
     write_jsonl(run_dir / "verdicts.rules.jsonl", judgements)
     write_jsonl(run_dir / "verdicts.llm.jsonl", llm)
     (run_dir / "verdicts.notes.txt").write_text("not a judge file", encoding="utf-8")
-    assert sorted(judge_files(run_dir)) == ["llm", "rules"]
+    assert sorted(RunFolder(run_dir).judge_files()) == ["llm", "rules"]
     summary = reduce_run(run_dir, plots=False)
     assert summary["judge_agreement"] == [pair]
     md = (run_dir / "summary.md").read_text(encoding="utf-8")

@@ -132,7 +132,7 @@ class Setup:
         self.catalog.search("warm up the query embedder", limit=1)   # so it is not counted as episode memory
 
     def units(self, n: int, budget: int, model: str):
-        from ecab.runner.units import make_units
+        from ecab.core.unit import make_units
 
         trials = -(-n // len(self.tasks))
         return make_units([t.id for t in self.tasks], model, budget, 0, trials)[:n]
@@ -142,7 +142,7 @@ def run_case(setup: Setup, runner: str, concurrency: int, latency_s: float, budg
              rpm: float | None, workers: int, replicas: int = 1) -> dict:
     from ecab.env.episode import EpisodeSettings
     from ecab.llm.limits import LimiterSettings
-    from ecab.runner.store import RunFolder
+    from ecab.runs import RunFolder
     from ecab.sim.process import SimProcess
 
     settings = EpisodeSettings(budget=budget)

@@ -8,7 +8,7 @@
    the same way for every source, and is sent to each worker once.
 2. Each candidate runs the stages up to `max_attempts` times: extract -> voucher / opinions ->
    partition -> rubrics -> verbalize -> validate. Attempt `a` of candidate `i` of intent `x` draws from
-   `random.Random(sha256(seed|x|i|a))`, so a task never depends on which process built it or when.
+   `random.Random(sha256(task|seed|x|i|a))` (ecab/core/seeds.py::task_rng), so a task never depends on which process built it or when.
 3. `workers=N` is the parent plus N-1 spawned workers. The parent builds candidates itself from the
    start; the workers start up (imports only) during the scan, then load the scan's products from a
    pickle the parent wrote once (no LanceDB import, no second scan) and join in, so they only add
@@ -63,6 +63,7 @@ from ecab.construct.sample import (
 from ecab.construct.select import NotLoadBearing, select_load_bearing
 from ecab.construct.validate import Gate
 from ecab.construct.vouchers import VoucherError, make_voucher
+from ecab.core.seeds import candidate_order_rng, task_rng
 from ecab.fields import INTENTS
 from ecab.schema import ClarificationScript, Persona, Product, Review, Task, write_jsonl
 
@@ -170,16 +171,6 @@ class Settings:
         return fields
 
 
-def derive_seed(*parts: Any) -> int:
-    """A 64-bit seed from hashlib over the parts (never Python's per-process salted `hash`)."""
-    digest = hashlib.sha256("|".join(str(p) for p in parts).encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big")
-
-
-def task_rng(seed: int, intent: str, index: int, attempt: int) -> random.Random:
-    return random.Random(derive_seed("task", seed, intent, index, attempt))
-
-
 def task_id(intent: str, index: int) -> str:
     return f"ecab_{intent}_{index + 1:04d}"
 
@@ -222,7 +213,7 @@ def scan_catalog(catalog: CatalogReader, settings: Settings) -> CatalogScan:
     # With load_bearing_only, products with a rich catalog neighbourhood (near-identical listings that
     # differ in one detail) come first in their category: only they can make tasks whose requirements matter.
     scores = neighbourhood_scores(kept) if kept is not None and settings.load_bearing_only else None
-    candidates = {i: interleave_by_category(groups[i], random.Random(derive_seed("pool", settings.seed, i)),
+    candidates = {i: interleave_by_category(groups[i], candidate_order_rng(settings.seed, i),
                                             settings.min_category_size, priority=scores)[:settings.max_candidates]
                   for i in settings.intents}
     knowledge = (CatalogKnowledge.from_products(kept) if kept is not None else catalog_knowledge(catalog))
@@ -901,7 +892,7 @@ def write_outputs(result: ConstructResult, out_dir: Path) -> None:
 # The cached default benchmark
 # ---------------------------------------------------------------------------------------------------------
 
-CODE_FILES = ("construct", "judge/rules.py", "judge/normalize.py", "fields.py", "schema.py")
+CODE_FILES = ("construct", "judge/rules.py", "judge/normalize.py", "fields.py", "schema.py", "core/seeds.py")
 
 
 def code_version() -> str:

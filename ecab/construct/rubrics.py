@@ -13,7 +13,6 @@ Differences from the original, on purpose:
 """
 from __future__ import annotations
 
-import hashlib
 import random
 import re
 
@@ -22,6 +21,7 @@ from ecab.construct.draft import Draft, EntitySpec, Feature
 from ecab.construct.intents import get_intent
 from ecab.construct.partition import normalize_text
 from ecab.construct.vouchers import describe_voucher
+from ecab.core.seeds import rubric_rng
 from ecab.fields import IMPLICIT_ELIGIBLE_FIELDS, WEAK_METADATA_FIELDS
 from ecab.schema import Product, Rubric
 
@@ -172,11 +172,6 @@ def entity_rubric(rid: str, entity: EntitySpec) -> Rubric:
 # The plan
 # ---------------------------------------------------------------------------------------------------------
 
-def _default_rng(draft: Draft) -> random.Random:
-    digest = hashlib.sha256(f"rubrics|{draft.sample_id}".encode()).digest()
-    return random.Random(int.from_bytes(digest[:8], "big"))
-
-
 def _has_clue(feature: Feature) -> bool:
     """Whether the verbalizer's clue table can hide this value (preferred when choosing implicit rubrics)."""
     try:
@@ -219,7 +214,7 @@ def build_rubrics(draft: Draft, rng: random.Random | None = None, knowledge: Cat
     Also leaves for the verbalizer, in draft.meta: "query_hints" {rubric id: hint}, "implicit_pool"
     (implicit-eligible query rubric ids) and "rubric_features" {rubric id: Feature}.
     """
-    rng = rng or _default_rng(draft)
+    rng = rng or rubric_rng(draft.sample_id)
     intent = get_intent(draft.intent)
     draft.entity = draft.entity or choose_entity(draft.product, knowledge)
     entity_norm = normalize_text(draft.entity.query_surface)

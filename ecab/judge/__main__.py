@@ -21,7 +21,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
 from ecab.config import ConfigError, load_config  # noqa: E402
-from ecab.schema import FormatError, read_tasks  # noqa: E402
+from ecab.schema import FormatError  # noqa: E402
 
 
 def _override_key(text: str) -> str:
@@ -30,7 +30,9 @@ def _override_key(text: str) -> str:
 
 def judge_config(run_dir: Path, overrides: list[str]) -> DictConfig:
     """The run's config.yaml with the judge section (and any other overridden key) from the command line."""
-    path = run_dir / "config.yaml"
+    from ecab.runs import RunFolder
+
+    path = RunFolder(run_dir).config_path
     if not path.is_file():
         raise FormatError("file not found (is this a run folder of python -m ecab.run?)", path=path)
     cfg = OmegaConf.load(path)
@@ -50,18 +52,17 @@ def judge_config(run_dir: Path, overrides: list[str]) -> DictConfig:
 def rejudge(run_dir: str | Path, overrides: list[str] | None = None) -> dict:
     """Re-judge the run folder with the judge of `overrides`; rewrites the verdict files and the summary."""
     from ecab.catalog.build import ensure_catalog
-    from ecab.judge.dispatch import check_judge_config, judge_all, judge_model_name, write_verdict_files
-    from ecab.reduce import read_manifest, reduce_run, resolve_tasks_path
-    from ecab.runner.store import RunFolder
+    from ecab.judge.dispatch import check_judge_config, judge_all, judge_model_name
+    from ecab.reduce import reduce_run
+    from ecab.runs import RunFolder
 
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise FormatError("run folder not found", path=run_dir)
     cfg = judge_config(run_dir, list(overrides or []))
     check_judge_config(cfg.judge)                 # a missing key or bad judge option fails before any work
-    manifest = read_manifest(run_dir)
-    tasks = {t.id: t for t in read_tasks(resolve_tasks_path(run_dir, manifest["tasks_path"]))}
     folder = RunFolder(run_dir)
+    tasks = folder.read_tasks(folder.load_manifest())
     trajectories = list(folder.latest_trajectories().values())
     if not trajectories:
         raise FormatError("no trajectories to judge", path=folder.trajectories_dir)
@@ -70,7 +71,7 @@ def rejudge(run_dir: str | Path, overrides: list[str] | None = None) -> dict:
     judgements, describe = judge_all(cfg.judge, tasks, trajectories, catalog)
     describe["judged_at"] = time.strftime("%Y-%m-%dT%H:%M:%S")
     describe["wall_s"] = round(time.perf_counter() - started, 3)
-    write_verdict_files(run_dir, str(cfg.judge.name), judgements)
+    folder.write_verdicts(str(cfg.judge.name), judgements)
     manifest = folder.read_manifest()
     manifest["judge"] = describe
     manifest["judge_model"] = judge_model_name(cfg.judge)

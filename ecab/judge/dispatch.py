@@ -1,25 +1,16 @@
-"""Judge a run's episodes with the configured judge (`judge=rules` or `judge=llm`) and store the verdicts.
+"""Judge a run's episodes with the configured judge (`judge=rules` or `judge=llm`).
 
 Used by both `python -m ecab.run` (after the episodes) and `python -m ecab.judge` (re-judging a finished
-run). Verdict files in the run folder:
-- `verdicts.jsonl`: the judge chosen last; the reduce stage reads it;
-- `verdicts.<judge>.jsonl`: one per judge that ever judged the run (rules, llm), kept side by side so two
-  judges can be compared. A run folder from before this layout has only `verdicts.jsonl`; its verdicts
-  are kept as `verdicts.<their judge>.jsonl` before a different judge replaces them.
+run); they store the verdicts with `RunFolder.write_verdicts` (ecab/runs/folder.py: verdicts.jsonl for the
+judge chosen last, verdicts.<judge>.jsonl for every judge that ever judged the run).
 """
 from __future__ import annotations
 
 import asyncio
-import json
-import re
-import shutil
-from pathlib import Path
 from typing import Any, Iterable
 
 from ecab.config import ConfigError
-from ecab.schema import Judgement, Task, Trajectory, dumps
-
-VERDICTS = "verdicts.jsonl"
+from ecab.schema import Judgement, Task, Trajectory
 
 
 def judge_model_name(judge_cfg: Any) -> str:
@@ -78,37 +69,3 @@ def judge_all(judge_cfg: Any, tasks: dict[str, Task], trajectories: Iterable[Tra
     return judgements, describe
 
 
-def _file_judge(path: Path) -> str | None:
-    """The judge named by the first line of a verdicts file."""
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                try:
-                    return str(json.loads(line).get("judge") or "") or None
-                except (json.JSONDecodeError, AttributeError):
-                    return None
-    return None
-
-
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "judge"
-
-
-def judge_file(run_dir: str | Path, judge_name: str) -> Path:
-    return Path(run_dir) / f"verdicts.{_safe(judge_name)}.jsonl"
-
-
-def write_verdict_files(run_dir: str | Path, judge_name: str, judgements: Iterable[Judgement]) -> Path:
-    """Write verdicts.jsonl and verdicts.<judge_name>.jsonl, keeping an older judge's verdicts; atomic."""
-    run_dir = Path(run_dir)
-    active = run_dir / VERDICTS
-    if active.is_file():
-        previous = _file_judge(active)
-        if previous and previous != judge_name and not judge_file(run_dir, previous).exists():
-            shutil.copyfile(active, judge_file(run_dir, previous))
-    text = "".join(dumps(j) + "\n" for j in judgements)
-    for path in (judge_file(run_dir, judge_name), active):
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-    return active

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ecab.reduce import reduce_run
 from ecab.reduce.report import pct
+from ecab.runs import RunFolder
 
 COMMANDS = ("compare", "import", "export")
 
@@ -73,9 +74,9 @@ def run_import(argv: list[str]) -> int:
     print(f"imported {manifest['imported_episodes']} episode(s) into {args.out}"
           + (f"; skipped {len(manifest['skipped_predictions'])} without an ok benchmark task"
              if manifest["skipped_predictions"] else ""))
-    if (args.out / "summary.json").is_file() and args.evaluation:
-        import json
-        print(headline(json.loads((args.out / "summary.json").read_text(encoding="utf-8"))))
+    summary = RunFolder(args.out).read_summary()
+    if summary is not None and args.evaluation:
+        print(headline(summary))
     return 0
 
 

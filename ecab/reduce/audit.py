@@ -12,17 +12,14 @@
 from __future__ import annotations
 
 import itertools
-import re
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from ecab.reduce.budget import unit_key
+from ecab.core.unit import unit_key
 from ecab.schema import Judgement, Task
 
 if TYPE_CHECKING:
     from ecab.reduce.metrics import Episode
 
-JUDGE_FILE = re.compile(r"^verdicts\.([A-Za-z0-9_\-]+)\.jsonl$")
 NO_PRODUCT_METHOD = "no_product"
 REASON_CHARS = 300
 
@@ -64,16 +61,6 @@ def cohen_kappa(both_true: int, a_only: int, b_only: int, both_false: int) -> fl
     if chance >= 1.0:
         return None
     return round((observed - chance) / (1 - chance), 4)
-
-
-def judge_files(run_dir: str | Path) -> dict[str, Path]:
-    """{judge name: path} of the run's `verdicts.<judge>.jsonl` files."""
-    found = {}
-    for path in sorted(Path(run_dir).glob("verdicts.*.jsonl")):
-        match = JUDGE_FILE.match(path.name)
-        if match:
-            found[match.group(1)] = path
-    return found
 
 
 def _scorable(judgements: Iterable[Judgement], tasks: dict[str, Task]) -> dict[tuple, tuple[str, Any]]:

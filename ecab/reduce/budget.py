@@ -16,23 +16,12 @@ Truncation: cutting a recorded trajectory after k executed tool calls keeps its 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Iterable, Sequence
 
+from ecab.core.unit import UnitKey, describe_unit, unit_key
 from ecab.schema import Judgement, Trajectory
 
 CUT_POINTS = (25, 50, 75, 100)
-UnitKey = tuple[Any, ...]
-
-
-def unit_key(unit: dict[str, Any], record_id: str) -> UnitKey:
-    """The identity of an episode unit: (task_id, model, budget, seed, trial); task_id defaults to the id."""
-    return (unit.get("task_id", record_id), unit.get("model"), unit.get("budget"), unit.get("seed"),
-            unit.get("trial", 0))
-
-
-def describe_unit(key: UnitKey) -> str:
-    task_id, model, budget, seed, trial = key
-    return f"task_id={task_id} model={model} budget={budget} seed={seed} trial={trial}"
 
 
 def pair_by_unit(trajectories: Iterable[Trajectory],

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ecab.reduce import reduce_run
 from ecab.reduce.report import num, pct, table
-from ecab.schema import INFO_SOURCES, FormatError
+from ecab.runs import RunFolder
+from ecab.schema import INFO_SOURCES
 
 DEFAULT_OUT = Path("runs") / "compare"
 KEY_TOOLS = ("search_products", "get_product_details", "get_review_content", "get_user_profile", "ask_user")
@@ -36,13 +36,9 @@ Labeled = Sequence[tuple[str, dict[str, Any]]]
 def load_summary(run_dir: str | Path, *, rebuild: bool = False, plots: bool = True) -> dict[str, Any]:
     """The run's summary.json; reduced first (its plots too, unless plots=False) when missing or outdated."""
     run_dir = Path(run_dir)
-    path = run_dir / "summary.json"
-    if rebuild or not path.is_file():
+    summary = None if rebuild else RunFolder(run_dir).read_summary()
+    if summary is None:
         return reduce_run(run_dir, plots=plots)
-    try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"malformed JSON: {exc.msg} (line {exc.lineno})", path=path) from None
     return summary if "variance" in summary else reduce_run(run_dir, plots=plots)
 
 

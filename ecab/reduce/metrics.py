@@ -12,9 +12,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
-from ecab.reduce.budget import (CUT_POINTS, Outcome, accuracy_added, cap_reached, cut_points_for,
-                                describe_unit, outcome_of, pair_by_unit, truncated_accuracy_of,
-                                unit_key)
+from ecab.core.unit import describe_unit, unit_key
+from ecab.reduce.budget import (CUT_POINTS, Outcome, accuracy_added, cap_reached, cut_points_for, outcome_of,
+                                pair_by_unit, truncated_accuracy_of)
 from ecab.reduce.audit import judge_audit
 from ecab.reduce.report import write_summary  # noqa: F401  (re-exported: callers import it from here too)
 from ecab.reduce.variance import variance_section

@@ -22,8 +22,8 @@ from typing import Any, Iterable
 
 from ecab.env.episode import result_ids
 from ecab.reduce.budget import outcome_of, pair_by_unit
-from ecab.schema import (FormatError, Judgement, Step, Task, Trajectory, Verdict, iter_jsonl, read_tasks,
-                         write_jsonl)
+from ecab.runs import RunFolder
+from ecab.schema import FormatError, Judgement, Step, Task, Trajectory, Verdict, iter_jsonl, read_tasks
 
 PREDICTION_KEYS = ("id", "intent_category", "user_query", "predicted_product_id", "reasoning", "trajectory",
                    "reasoning_trace", "model", "total_tool_calls", "ask_user_calls", "get_profile_calls", "finished")
@@ -37,7 +37,7 @@ REQUIRED_PREDICTION = ("id", "predicted_product_id", "trajectory", "total_tool_c
 REQUIRED_EVALUATION = ("id", "rubric_results", "all_satisfied", "exact_product_match")
 NO_PRODUCT_REASON = "No valid product recommended"
 RECOMMEND_TOOL = "recommend_product"
-IMPORTED_PART = "part-imported.jsonl"
+IMPORTED_WRITER = "imported"           # trajectories/part-imported.jsonl
 IMPORTED_JUDGE = "llm"
 
 
@@ -172,7 +172,8 @@ def import_original(out_dir: str | Path, *, benchmark: str | Path, predictions: 
     if predictions is None and evaluation is None:
         raise ValueError("give --predictions, --evaluation or both")
     out = Path(out_dir)
-    if (out / "trajectories").is_dir() and any((out / "trajectories").iterdir()):
+    folder = RunFolder(out)
+    if folder.has_trajectories():
         raise FormatError("run folder already has trajectories; import into a new folder", path=out)
     tasks = {t.id: t for t in read_tasks(benchmark) if t.is_ok}
     evaluated = _lines_by_id(Path(evaluation), REQUIRED_EVALUATION) if evaluation else {}
@@ -193,19 +194,18 @@ def import_original(out_dir: str | Path, *, benchmark: str | Path, predictions: 
     judgements = [judgement_from_evaluation(evaluated[t.id], t, tasks[t.id]) for t in trajectories] \
         if evaluation else []
     out.mkdir(parents=True, exist_ok=True)
-    write_jsonl(out / "tasks.jsonl", tasks.values())
-    write_jsonl(out / "trajectories" / IMPORTED_PART, trajectories)
+    folder.write_tasks(tasks.values())
+    folder.write_part(IMPORTED_WRITER, trajectories)
     if judgements:
-        write_jsonl(out / "verdicts.jsonl", judgements)
-        write_jsonl(out / f"verdicts.{IMPORTED_JUDGE}.jsonl", judgements)
+        folder.write_verdicts(IMPORTED_JUDGE, judgements)
     model = next((t.model for t in trajectories if t.model), "")
-    manifest = {"run_name": out.name, "tasks_path": "tasks.jsonl", "model": model,
+    manifest = {"run_name": out.name, "tasks_path": folder.tasks_file.name, "model": model,
                 "judge_model": next((j.judge for j in judgements), ""), "n_tasks": len(tasks),
                 "imported_from": {"predictions": str(predictions) if predictions else None,
                                   "evaluation": str(evaluation) if evaluation else None,
                                   "benchmark": str(benchmark)},
                 "imported_episodes": len(trajectories), "skipped_predictions": skipped}
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    folder.write_manifest(manifest)
     if judgements and reduce:
         from ecab.reduce import reduce_run
         reduce_run(out)
@@ -257,8 +257,7 @@ def export_run(run_dir: str | Path, out_dir: str | Path) -> list[Path]:
     """Write `predictions_<model>.jsonl` and `predictions_<model>_evaluation_results.jsonl` (one pair per
     trial, suffixed `_trial<k>` when there are several) sorted by id; returns the paths written. Without
     verdicts only the predictions file is written."""
-    from ecab.reduce import load_run
-    manifest, tasks, trajectories, judgements = load_run(run_dir)
+    manifest, tasks, trajectories, judgements = RunFolder(run_dir).load()
     pairs = pair_by_unit(trajectories, judgements)
     model = str(manifest.get("model") or next((t.model for t, _ in pairs if t.model), "model"))
     trials = sorted({int(t.unit.get("trial", 0)) for t, _ in pairs})

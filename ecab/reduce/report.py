@@ -5,7 +5,6 @@ summary dict, so summary.md can be rebuilt from summary.json alone.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -278,19 +277,13 @@ def render_markdown(summary: dict[str, Any]) -> str:
                      + failure_sections(summary) + audit_sections(summary) + plot_links())
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-
-
 def write_summary(run_dir: str | Path, summary: dict[str, Any], *, plots: bool = True) -> None:
     """Write summary.json (the dict, indented), summary.md (rendered from it) and, unless plots=False, the
     PNG charts in plots/ (drawn from the same dict)."""
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    _write_atomic(run_dir / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
-    _write_atomic(run_dir / "summary.md", render_markdown(summary))
+    from ecab.runs import RunFolder
+
+    folder = RunFolder(run_dir)
+    folder.write_summary(summary, render_markdown(summary))
     if plots:
         from ecab.reduce.plots import render_run_plots   # matplotlib only when charts are drawn
-        render_run_plots(summary, run_dir / "plots")
+        render_run_plots(summary, folder.plots_dir)

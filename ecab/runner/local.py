@@ -18,10 +18,10 @@ from tqdm import tqdm
 
 from ecab.agents import make_agent
 from ecab.env.agent_protocol import AgentTurn
+from ecab.core.unit import Unit
 from ecab.env.episode import EpisodeSettings, run_episode
 from ecab.env.tools import ToolBox
-from ecab.runner.store import RunFolder
-from ecab.runner.units import Unit
+from ecab.runs import RunFolder
 from ecab.schema import Task, Trajectory
 
 

@@ -29,6 +29,7 @@ import ray  # noqa: E402
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError  # noqa: E402
 
 from ecab.env.agent_protocol import EndpointRefused  # noqa: E402
+from ecab.core.unit import unit_key  # noqa: E402
 from ecab.runner.ray_catalog import CatalogPool, remote_catalog  # noqa: E402
 
 
@@ -68,7 +69,7 @@ class EpisodeWorkerService:
         from ecab.env.episode import EpisodeSettings
         from ecab.llm.client import ChatClient
         from ecab.llm.limits import LimiterSettings, SyncedLimiter, endpoint_key
-        from ecab.runner.store import RunFolder
+        from ecab.runs import RunFolder
 
         # The catalog's blocking ray.get calls run in the tool threads, never on the event loop; Ray's
         # warning cannot tell the two apart.
@@ -92,7 +93,7 @@ class EpisodeWorkerService:
 
     async def run(self, unit: dict) -> dict:
         from ecab.runner.local import run_unit, widen_thread_pool
-        from ecab.runner.units import Unit
+        from ecab.core.unit import Unit
 
         if not self._started:
             widen_thread_pool(self.spec.concurrency)
@@ -248,7 +249,7 @@ class RayRunner:
         for slot, worker in enumerate(self.workers):
             while worker.alive and queue and worker.in_flight < self.per_worker:
                 unit = queue.pop_for(slot)
-                handed[_key(unit)] += 1
+                handed[unit_key(unit)] += 1
                 in_flight[worker.handle.run.remote(unit)] = (worker, unit)
                 worker.in_flight += 1
 
@@ -301,10 +302,6 @@ def _rss_mb() -> float:
             return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
     except (OSError, ValueError, IndexError):
         return 0.0
-
-
-def _key(unit: dict) -> tuple:
-    return (unit["task_id"], unit["model"], unit["budget"], unit["seed"], unit.get("trial", 0))
 
 
 def start_limiters(model_cfgs: list[dict], settings: dict) -> dict[str, Any]:
