@@ -149,8 +149,8 @@ def move_aside(path: Path, keep: tuple[str, ...] = ()) -> Path:
 
 
 def lock_folder(folder) -> None:
-    """Take the run folder's lock (ecab/runner/lock.py), or refuse with one line naming the holder."""
-    from ecab.runner.lock import RunLock, RunLocked, describe
+    """Take the run folder's lock (ecab/runs/lock.py), or refuse with one line naming the holder."""
+    from ecab.runs.lock import RunLock, RunLocked, describe
     lock = RunLock(folder.path)
     try:
         lock.acquire()
@@ -178,7 +178,7 @@ def prepare_folder(cfg: DictConfig, tasks: list[Task], catalog):
 
 
 def _prepare_locked(cfg: DictConfig, tasks: list[Task], catalog, folder) -> None:
-    from ecab.runner.lock import LOCK_NAME
+    from ecab.runs.lock import LOCK_NAME
     resolved = redact(OmegaConf.to_container(cfg, resolve=True))
     # The runner (local or ray, its concurrency) never changes a result, so a run may resume on another.
     # What the episodes depend on: not how they are scheduled (runner) or named (run), nor the judge,
