@@ -5,7 +5,6 @@ reduce -> runs/<run.name>/. Re-running the same command resumes: finished units 
 """
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import os

@@ -139,7 +139,7 @@ def test_rejections_are_recorded_with_reasons_and_tabled(small_catalog, tmp_path
     assert result.rejection_counts["not_unique"] == \
         sum(any("uniqueness" in i for i in t.validation_issues) for t in rejected) >= 3
     table = (out / REJECTIONS_TABLE).read_text()
-    assert f"| not_unique |" in table and "| product_search | " in table
+    assert "| not_unique |" in table and "| product_search | " in table
     assert table == rejection_table(result)
     assert (out / BENCHMARK_FILE).read_text() == ""
 

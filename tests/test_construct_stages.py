@@ -348,7 +348,7 @@ def test_partition_fixes_review_opinions_to_query_and_fails_below_minimums():
               Feature("details.Pattern", "Plaid", "attribute_match"),
               Feature("review", "holds a charge for days", "review_opinion")]
              + [Feature("details.Material", "Cork", "attribute_match"), Feature("details.Size", "Large", "attribute_match"),
-                Feature(f"details.Number of Items", "2", "attribute_match"),
+                Feature("details.Number of Items", "2", "attribute_match"),
                 Feature("details.Sheet Size", "A4", "attribute_match"),
                 Feature("details.Age Range (Description)", "Adult", "attribute_match")])
     parts = partition_features(feats, "review_driven", random.Random(1), title="Acme Crimson Notebook")

@@ -13,10 +13,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import socket
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
