@@ -127,7 +127,7 @@ def test_entity_phrase_needs_two_brands_else_title_heuristic():
 
 def test_entity_spans_are_whole_words_of_the_title():
     """A phrase never ends inside a word ("IPX" of "IPX7"): the validator finds the span on token bounds."""
-    from ecab.judge.normalize import contains_phrase, normalize
+    from ecab.core.text import contains_phrase, normalize
     from ecab.schema import Product
 
     rows = [Product(product_id=f"E{i}", title=f"{brand} Noise Cancelling Green Ear Hook IPX7 Waterproof",

@@ -34,7 +34,7 @@ from ecab.construct.sample import (
 )
 from ecab.construct.vouchers import VoucherError, make_voucher
 from ecab.fields import lookup_detail, INTENTS, MIN_IMPLICIT_COUNT_BY_INTENT, MULTI_OPTION_FIELDS, PRICE_BUCKETS
-from ecab.judge.normalize import normalize
+from ecab.core.text import normalize
 from ecab.judge.rules import check_rubric
 from ecab.schema import Product, Review, Rubric, Voucher
 

@@ -28,7 +28,7 @@ from ecab.construct.verbalize.tables import SLOT_KEYWORDS
 from ecab.construct.verbalize.text import mentions, with_article
 from ecab.env.user import ScriptedUser
 from ecab.fields import IMPLICIT_ELIGIBLE_FIELDS, INTENTS, SAFE_NOISE_FIELDS, persona_key
-from ecab.judge.normalize import contains_phrase, normalize, singular
+from ecab.core.text import contains_phrase, normalize, singular
 from ecab.schema import ClarificationScript, ClarificationSlot, Rubric, StackedCoupon, Voucher, VoucherTier
 
 PER_INTENT = 12

@@ -15,7 +15,7 @@ from ecab.judge import (
     judge_product,
     satisfying_products,
 )
-from ecab.judge.normalize import contains_phrase, keyword_tokens, normalize
+from ecab.core.text import contains_phrase, keyword_tokens, normalize
 from ecab.judge.review import choose_threshold, split_sentences
 from ecab.schema import Product, Review, Rubric, Task, Verdict, Voucher, read_tasks
 

@@ -290,7 +290,7 @@ def test_product_lines_are_variant_families(families, reviews_by_product):
     anchor's price, half-star and rating-count brackets; a re-listing has the anchor's details and leaves
     them in exactly one number (or in the title's wording)."""
     from ecab.construct.extract import price_cap, rating_number_threshold, rating_threshold
-    from ecab.judge.normalize import contains_phrase, normalize
+    from ecab.core.text import contains_phrase, normalize
 
     lines = [(f, m) for f, m in families if f.anchor is not None and len(m) == f.size]
     assert len(lines) > 0.5 * len(families)

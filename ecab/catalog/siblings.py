@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
 from ecab.fields import ALIASES_BY_CANONICAL, MULTI_OPTION_FIELDS, canonical_field
-from ecab.judge.normalize import keyword_tokens, normalize, singular
+from ecab.core.text import keyword_tokens, normalize, singular
 from ecab.judge.rules import EntityMatcher, check_rubric, entity_phrases
 from ecab.schema import Product, Review, Rubric, Task
 
@@ -52,7 +52,7 @@ ID_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _EMPTY = (None, "", [], {})
 
 # The head noun of an entity phrase -> the product line a sibling becomes instead (a neighbouring product a
-# shopper could confuse with it). Keys are singular keyword tokens (ecab.judge.normalize.singular).
+# shopper could confuse with it). Keys are singular keyword tokens (ecab.core.text.singular).
 LINE_SWAPS: dict[str, tuple[str, ...]] = {
     "protector": ("Camera Lens Protector", "Privacy Filter"), "screen": ("Camera Lens", "Bezel"),
     "case": ("Holster", "Sleeve", "Pouch"), "cover": ("Holster", "Pouch"), "skin": ("Sleeve",),

@@ -1,6 +1,6 @@
 """The implicit clue table, data only: one-hop paraphrases hiding an attribute value, read by clues.py.
 
-One block per field: "Value = clue | another clue". Values are matched after ecab.judge.normalize, so
+One block per field: "Value = clue | another clue". Values are matched after ecab.core.text, so
 "Anti-Glare", "Anti Glare" and "ANTI GLARE" share a line. A clue may start with "[word, word]": it then fits only
 products whose entity phrase or title contains one of those words (clues.py, `fits`).
 

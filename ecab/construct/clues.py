@@ -20,7 +20,7 @@ import random
 import re
 
 from ecab.construct.clue_table import CLUE_TABLE
-from ecab.judge.normalize import SEPARATOR, contains_phrase, normalize, options
+from ecab.core.text import SEPARATOR, contains_phrase, normalize, options
 
 # A clue may start with "[word, word]": it then fits only products whose entity phrase or title contains
 # one of those words ("Full Size = [keyboard] a layout that keeps the number pad" must not describe a

@@ -22,7 +22,7 @@ from typing import Callable, Iterable, Iterator
 from ecab.catalog.base import CatalogReader
 from ecab.construct.intents import Intent, SamplingStrategy, get_intent
 from ecab.fields import IMPLICIT_ELIGIBLE_FIELDS, lookup_detail, present_fields
-from ecab.judge.normalize import normalize, value_text
+from ecab.core.text import normalize, value_text
 from ecab.schema import Product
 
 DEFAULT_MIN_CATEGORY_SIZE = 10000

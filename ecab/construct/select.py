@@ -30,7 +30,7 @@ from ecab.construct.draft import Draft, Feature
 from ecab.construct.intents import get_intent
 from ecab.construct.rubrics import choose_entity, entity_rubric, make_rubric
 from ecab.construct.validity import VerdictMemo, audit_products, category_products
-from ecab.judge.normalize import contains_phrase, normalize
+from ecab.core.text import contains_phrase, normalize
 from ecab.judge.review import ReviewMatch, review_sentences
 from ecab.judge.rules import EntityMatcher
 from ecab.schema import Review, Rubric

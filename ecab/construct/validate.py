@@ -24,7 +24,7 @@ Checks, in order (reason codes in REJECTION_REASONS):
     load-bearing (at least `Gate.hidden_load_bearing` of them), at least `Gate.query_load_bearing` of the
     query rubrics load-bearing, and at least `Gate.query_matches` products satisfying the query's rubrics.
 
-Text matching uses the judge's normalization (`ecab.judge.normalize`) on token boundaries, with a simple
+Text matching uses the judge's normalization (`ecab.core.text`) on token boundaries, with a simple
 plural allowed, for values longer than 2 characters (docs/original-harness.md §5.11). Token boundaries avoid false
 leaks of short values inside words ("All" in "wall"); the original used a bare substring.
 """
@@ -44,7 +44,7 @@ from ecab.construct.verbalize.phrases import dimension, numeric_values
 from ecab.construct.verbalize.text import bare_field, mentions
 from ecab.env.user import ScriptedUser
 from ecab.fields import IMPLICIT_ELIGIBLE_FIELDS, SAFE_NOISE_FIELDS
-from ecab.judge.normalize import contains_phrase, normalize, options
+from ecab.core.text import contains_phrase, normalize, options
 from ecab.judge.rules import EntityMatcher, check_rubric
 from ecab.schema import ClarificationScript, Product, Rubric
 

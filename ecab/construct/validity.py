@@ -47,7 +47,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from ecab.judge.normalize import compact, normalize, value_text
+from ecab.core.text import compact, normalize, value_text
 from ecab.judge.rules import TOP_LEVEL_FIELDS, EntityMatcher, check_rubric
 from ecab.schema import Product, Review, Rubric, Task, Voucher
 

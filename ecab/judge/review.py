@@ -26,7 +26,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ecab.judge.normalize import contains_phrase, normalize
+from ecab.core.text import contains_phrase, normalize
 from ecab.schema import Review
 
 # Calibrated with calibrate_threshold on the 24 positive / 24 negative (opinion, review sentences) pairs of

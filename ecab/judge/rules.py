@@ -6,7 +6,7 @@ every rubric", "how many catalog products satisfy every rubric"), so it is pure 
 deterministic, and does no I/O; review_opinion gets its reviews passed in and is decided by the
 embedding ReviewChecker of review.py.
 
-The exact rule per type (normalization and phrase matching are in normalize.py):
+The exact rule per type (normalization and phrase matching are in ecab/core/text.py):
 
 - attribute_match (`details.<Key>`): the value is read with the alias-aware, case-insensitive
   `ecab.fields.lookup_detail` ("OS" answers for Operating System). Satisfied when the normalized expected
@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable
 
 from ecab.fields import ALIASES_BY_CANONICAL, canonical_field, lookup_detail
-from ecab.judge.normalize import (
+from ecab.core.text import (
     compact,
     contains_phrase,
     keyword_tokens,

@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from ecab.judge.llm import JUDGE_MARKER
-from ecab.judge.normalize import keyword_tokens, normalize
+from ecab.core.text import keyword_tokens, normalize
 from ecab.judge.rules import check_rubric
 from ecab.schema import Product, Rubric, Voucher
 from ecab.sim.policy import TextPolicy, system_prompt_starts_with

@@ -179,7 +179,7 @@ class SimApp:
         try:
             raw = await request.read()
             body = json.loads(raw)
-            messages = body["messages"]
+            body["messages"]  # required (a KeyError answers 400); the policies read it
             model = str(body.get("model") or "")
         except (json.JSONDecodeError, KeyError, TypeError):
             return self._error(400, "Request body must be JSON with 'model' and 'messages'.",

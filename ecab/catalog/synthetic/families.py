@@ -46,7 +46,7 @@ def make_family(seed: int, index: int) -> Family:
     title_segments, title_joiner = title_plan(rng, ptype, keys, primary)
     low, high = ptype.price_range
     price_base = low * (high / low) ** rng.random()
-    l, w, h = sorted((round(rng.uniform(0.3, 12), 2) for _ in range(3)), reverse=True)
+    length, width, height = sorted((round(rng.uniform(0.3, 12), 2) for _ in range(3)), reverse=True)
     weight = (f"{round(rng.uniform(1, 25), 1)} pounds" if ptype.heavy
               else f"{round(rng.uniform(0.4, 30), 2)} ounces")
     points = list(ptype.selling_points)
@@ -84,7 +84,7 @@ def make_family(seed: int, index: int) -> Family:
         price_ending=price_ending, quality=quality, popularity=popularity,
         first_day=rng.randint(DAY_FIRST, DAY_LAST_LISTING),
         model_prefix="".join(rng.choice(ALNUM[10:]) for _ in range(rng.randint(2, 3))) + str(rng.randint(1, 99)),
-        dims=f"{l} x {w} x {h} inches", weight=weight, pos_order=pos, neg_order=neg)
+        dims=f"{length} x {width} x {height} inches", weight=weight, pos_order=pos, neg_order=neg)
     if anchor is not None:
         drift_line(seed, family)
     return family

@@ -74,8 +74,8 @@ def drift_line(seed: int, family: Family) -> None:
     """Mark most members of a line outside the anchor's configuration as drifted and draw what they carry
     (from their own random stream: the rest of the family is drawn exactly as before)."""
     rng = rng_for(seed, "drift", family.index)
-    l, w, h = sorted((round(rng.uniform(0.3, 12), 2) for _ in range(3)), reverse=True)
-    family.drift_dims = f"{l} x {w} x {h} inches"
+    length, width, height = sorted((round(rng.uniform(0.3, 12), 2) for _ in range(3)), reverse=True)
+    family.drift_dims = f"{length} x {width} x {height} inches"
     family.drift_weight = (f"{round(rng.uniform(1, 25), 1)} pounds" if family.ptype.heavy
                            else f"{round(rng.uniform(0.4, 30), 2)} ounces")
     anchor = family.members[family.anchor].values

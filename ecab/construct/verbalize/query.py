@@ -12,7 +12,7 @@ from ecab.construct.verbalize.phrases import (budget_surface, explicit_mod, impl
 from ecab.construct.verbalize.tables import (BUDGET_FRAMES, CONTEXTS, DEFAULT_SCENARIOS, MOD_FRAMES, NEGATIVE_FRAMES,
                                              PROBLEMS, REVIEW_FRAMES, SCENARIOS)
 from ecab.construct.verbalize.text import bare_field, capitalize, join_words, mentions, with_article
-from ecab.judge.normalize import normalize
+from ecab.core.text import normalize
 from ecab.schema import Rubric
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ecab.judge.normalize import contains_phrase, normalize
+from ecab.core.text import contains_phrase, normalize
 
 
 def bare_field(field: str) -> str:
