@@ -8,13 +8,12 @@ from ecab.judge import (
     NO_PRODUCT_REASON,
     REVIEW_MATCH_THRESHOLD,
     ReviewChecker,
-    all_satisfied,
     calibrate_threshold,
     check_rubric,
-    is_correct,
     judge_product,
     satisfying_products,
 )
+from ecab.judge.episode import outcome
 from ecab.core.text import contains_phrase, keyword_tokens, normalize
 from ecab.judge.review import choose_threshold, split_sentences
 from ecab.schema import Product, Review, Rubric, Task, Verdict, Voucher, read_tasks
@@ -303,20 +302,22 @@ def test_no_product_fails_every_rubric(real_tasks):
     assert all(v.satisfied is False and v.method == "no_product" and v.reasoning == NO_PRODUCT_REASON
                for v in verdicts)
     assert [v.rubric_id for v in verdicts] == [r.id for r in task.rubrics]
-    assert is_correct(task, None, verdicts) is False
+    assert outcome(task, None, verdicts) == (False, False, False)
 
 
-def test_is_correct_exact_match_or_all_satisfied(real_tasks):
+def test_correct_is_the_exact_target_or_every_rubric_satisfied(real_tasks):
+    """The one outcome rule (judge.episode.outcome) that both judges use."""
     task = real_tasks[1]
     own = judge_product(task, task.target_product)
-    assert is_correct(task, task.target_product.product_id, [])  # exact target wins regardless of verdicts
-    assert is_correct(task, "OTHER", own)
+    target = task.target_product.product_id
+    assert outcome(task, target, []) == (True, False, True)        # the exact target wins regardless of verdicts
+    assert outcome(task, "OTHER", own) == (False, True, True)
     failing = own[:-1] + [Verdict(rubric_id="rX", satisfied=False)]
-    assert not is_correct(task, "OTHER", failing)
+    assert outcome(task, "OTHER", failing) == (False, False, False)
     unscored = own + [Verdict(rubric_id="rY", satisfied=None)]
-    assert is_correct(task, "OTHER", unscored)                     # unscored is left out, not counted wrong
-    assert not all_satisfied([Verdict(rubric_id="rZ", satisfied=None)])
-    assert not all_satisfied([])
+    assert outcome(task, "OTHER", unscored) == (False, None, None)  # never counted wrong: reported apart
+    assert outcome(task, "OTHER", unscored + failing[-1:]) == (False, False, False)
+    assert outcome(task, "OTHER", []) == (False, False, False)     # nothing judged is not satisfied
 
 
 def test_unknown_rubric_type_is_a_clear_error():

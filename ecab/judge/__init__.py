@@ -5,14 +5,12 @@ Shared by evaluation and by task construction's validation, so it is determinist
 from ecab.judge.review import REVIEW_MATCH_THRESHOLD, ReviewChecker, calibrate_threshold, default_review_checker
 from ecab.judge.rules import (
     NO_PRODUCT_REASON,
-    all_satisfied,
     check_rubric,
-    is_correct,
     judge_product,
     no_product_verdict,
     satisfying_products,
 )
 
-__all__ = ["check_rubric", "judge_product", "is_correct", "all_satisfied", "no_product_verdict",
+__all__ = ["check_rubric", "judge_product", "no_product_verdict",
            "satisfying_products", "NO_PRODUCT_REASON", "ReviewChecker", "calibrate_threshold",
            "default_review_checker", "REVIEW_MATCH_THRESHOLD"]

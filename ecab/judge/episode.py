@@ -1,9 +1,28 @@
-"""Judge one finished episode: the recommended product against every rubric of its task."""
+"""Judge one finished episode: the recommended product against every rubric of its task, and the one rule
+that turns verdicts into an outcome (`outcome`), used by the rules judge, the LLM judge and the tests."""
 from __future__ import annotations
+
+from typing import Sequence
 
 from ecab.catalog.base import CatalogReader
 from ecab.judge.rules import judge_product
-from ecab.schema import Judgement, Task, Trajectory
+from ecab.schema import Judgement, Task, Trajectory, Verdict
+
+
+def outcome(task: Task, predicted_id: str | None, verdicts: Sequence[Verdict]) -> tuple[bool, bool | None, bool | None]:
+    """(exact, all_satisfied, correct), the paper's accuracy: correct when the exact target was recommended OR
+    every rubric is satisfied. all_satisfied is False when any verdict is False or there is none, None when
+    some verdict is unscored (an LLM reply that failed to parse) and none is False: such an episode is never
+    counted wrong, it is reported apart (correct None)."""
+    exact = predicted_id is not None and predicted_id == task.target_product.product_id
+    scored = [v.satisfied for v in verdicts]
+    if not verdicts or any(s is False for s in scored):
+        all_satisfied = False
+    elif any(s is None for s in scored):
+        all_satisfied = None
+    else:
+        all_satisfied = True
+    return exact, all_satisfied, (True if exact else all_satisfied)
 
 
 def judge_trajectory(task: Task, traj: Trajectory, catalog: CatalogReader, *, review_checker=None,
@@ -13,15 +32,7 @@ def judge_trajectory(task: Task, traj: Trajectory, catalog: CatalogReader, *, re
     needs_reviews = product is not None and any(r.type == "review_opinion" for r in task.rubrics)
     reviews = catalog.get_reviews(product.product_id, limit=20) if needs_reviews else None
     verdicts = judge_product(task, product, reviews=reviews, review_checker=review_checker)
-    exact = predicted is not None and predicted == task.target_product.product_id
-    scored = [v.satisfied for v in verdicts]
-    if not verdicts or any(s is False for s in scored):
-        all_satisfied = False
-    elif any(s is None for s in scored):
-        all_satisfied = None          # unscored: never counted wrong, reported apart
-    else:
-        all_satisfied = True
-    correct = True if exact else all_satisfied
+    exact, all_satisfied, correct = outcome(task, predicted, verdicts)
     return Judgement(id=task.id, unit=dict(traj.unit), judge=judge_name, predicted_product_id=predicted,
                      target_product_id=task.target_product.product_id, exact_product_match=exact,
                      all_satisfied=all_satisfied, correct=correct, verdicts=verdicts,

@@ -32,6 +32,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ecab.config import ConfigError
 from ecab.fields import lookup_detail
+from ecab.judge.episode import outcome
 from ecab.judge.rules import check_rubric, no_product_verdict
 from ecab.llm.cache import ReplyCache
 from ecab.llm.client import ChatClient, ChatError
@@ -407,20 +408,13 @@ class LLMJudge:
 
 def make_judgement(task: Task, traj: Trajectory, verdicts: list[Verdict], *, judge_name: str,
                    usage: Usage | None = None) -> Judgement:
-    """The Judgement of one episode (the same outcome rules as judge.episode), with the judge's usage."""
+    """The Judgement of one episode (judge.episode.outcome decides it), with the judge's usage."""
     predicted = traj.predicted_product_id
-    exact = predicted is not None and predicted == task.target_product.product_id
-    scored = [v.satisfied for v in verdicts]
-    if not verdicts or any(s is False for s in scored):
-        all_satisfied = False
-    elif any(s is None for s in scored):
-        all_satisfied = None
-    else:
-        all_satisfied = True
+    exact, all_satisfied, correct = outcome(task, predicted, verdicts)
     extras = {"judge_usage": usage.as_dict()} if usage is not None else {}
     return Judgement(id=task.id, unit=dict(traj.unit), judge=judge_name, predicted_product_id=predicted,
                      target_product_id=task.target_product.product_id, exact_product_match=exact,
-                     all_satisfied=all_satisfied, correct=True if exact else all_satisfied, verdicts=verdicts,
+                     all_satisfied=all_satisfied, correct=correct, verdicts=verdicts,
                      runtime_error=traj.termination == "infra_error", error_message=traj.error, extras=extras)
 
 

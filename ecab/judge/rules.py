@@ -369,22 +369,6 @@ def judge_product(task: Task, product: Product | None, *, reviews: list[Review] 
             for r in task.rubrics]
 
 
-def all_satisfied(verdicts: Iterable[Verdict]) -> bool:
-    """True when at least one rubric was scored and every scored rubric is satisfied.
-
-    A verdict with satisfied=None (unscored, e.g. an LLM reply that failed to parse) is left out rather
-    than counted as wrong; a sample with no scored verdict is not satisfied (the original's all([]) guard).
-    """
-    scored = [v.satisfied for v in verdicts if v.satisfied is not None]
-    return bool(scored) and all(s is True for s in scored)
-
-
-def is_correct(task: Task, predicted_id: str | None, verdicts: Iterable[Verdict]) -> bool:
-    """The paper's accuracy: the exact target was recommended OR every (scored) rubric is satisfied."""
-    exact = bool(predicted_id) and predicted_id == task.target_product.product_id
-    return exact or all_satisfied(verdicts)
-
-
 def satisfying_products(task: Task, products: Iterable[Product], *, review_checker: "ReviewChecker | None" = None,
                         reviews_by_product: dict[str, list[Review]] | None = None) -> list[str]:
     """IDs of the products that satisfy every rubric of `task` (construction's uniqueness count).
