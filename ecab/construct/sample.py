@@ -16,13 +16,12 @@ and lets the pipeline walk as deep into the pool as it needs.) Categories smalle
 from __future__ import annotations
 
 import random
-import re
 from typing import Callable, Iterable, Iterator
 
 from ecab.catalog.base import CatalogReader
 from ecab.construct.intents import Intent, SamplingStrategy, get_intent
 from ecab.fields import IMPLICIT_ELIGIBLE_FIELDS, lookup_detail, present_fields
-from ecab.core.text import normalize, value_text
+from ecab.core.text import normalize, options, value_text
 from ecab.schema import Product
 
 DEFAULT_MIN_CATEGORY_SIZE = 10000
@@ -104,17 +103,17 @@ RICH_NEIGHBOURHOOD = 8
 MAX_IDENTICAL_BONUS = 2
 
 
-def _first_option(text: str) -> str:
-    """A value by its first option: a listing that only lists one more option ("Nylon" vs "Nylon, Silicone")
-    satisfies every requirement on the other's value, so for ordering candidates it counts as the same."""
-    return re.split(r"[,/|]", text, maxsplit=1)[0].strip()
+def _first_option(value) -> str:
+    """A value by its first option (normalized): a listing that only lists one more option ("Nylon" vs
+    "Nylon, Silicone") satisfies every requirement on the other's value, so for ordering candidates it
+    counts as the same."""
+    return next(iter(options(normalize(value_text(value)))), "")
 
 
 def detail_signature(product: Product) -> tuple[tuple[str, str], ...]:
     """(field, normalized first option) of every present canonical detail field, sorted by field."""
     present = present_detail_fields(product)
-    return tuple(sorted((f, normalize(_first_option(value_text(lookup_detail(product.details, f)))))
-                        for f in present))
+    return tuple(sorted((f, _first_option(lookup_detail(product.details, f))) for f in present))
 
 
 def neighbourhood_scores(products: Iterable[Product]) -> dict[str, int]:

@@ -117,9 +117,9 @@ class TaskAudit:
 # Structural picks
 # ---------------------------------------------------------------------------------------------------------
 
-def _signature(product: Product) -> tuple:
-    """The listing's detail values as (field, normalized value) pairs, every field of the group included."""
-    return tuple(sorted((normalize(str(k)), normalize(value_text(v))) for k, v in (product.details or {}).items()))
+def _detail_values(product: Product) -> dict[str, str]:
+    """The listing's detail values, keys and values normalized."""
+    return {normalize(str(k)): normalize(value_text(v)) for k, v in (product.details or {}).items()}
 
 
 def _expected_hit(scores: Sequence, target_index: int | None) -> float:
@@ -136,7 +136,7 @@ def structural_picks(matches: Sequence[Product], target_id: str) -> tuple[float,
     if not matches:
         return 0.0, 0.0, 0.0
     target_index = next((i for i, p in enumerate(matches) if p.product_id == target_id), None)
-    rows = [dict(_signature(p)) for p in matches]
+    rows = [_detail_values(p) for p in matches]
     # A field whose value differs in every listing (a model number, a sales rank, a date) carries no
     # structure and would put every listing more than one value from every other: left out.
     fields = [f for f in sorted({f for row in rows for f in row})
