@@ -64,6 +64,10 @@ def validate(cfg: DictConfig) -> None:
     if cfg.benchmark.source == "file":
         path = Path(str(require(cfg, "benchmark.path")))
         if not path.is_file():
+            if OmegaConf.select(cfg, "benchmark.name") == "released":
+                from ecab.data import fetch_benchmark_command
+                raise ConfigError(f"benchmark=released: {path} is not there yet; fetch it with: "
+                                  f"{fetch_benchmark_command(path)}")
             raise ConfigError(f"benchmark.path: file not found: {path}")
     if cfg.tools.search not in ("hybrid", "fts", "vector", "original"):
         raise ConfigError(f"tools.search must be hybrid, fts, vector or original, got {cfg.tools.search!r}")
@@ -126,7 +130,8 @@ def load_tasks(cfg: DictConfig, catalog=None) -> list[Task]:
 
 
 def run_name(cfg: DictConfig) -> str:
-    return cfg.run.name or f"{cfg.model.name}-b{cfg.budget}-{cfg.benchmark.source}"
+    benchmark = OmegaConf.select(cfg, "benchmark.name") or cfg.benchmark.source   # released, file or generated
+    return cfg.run.name or f"{cfg.model.name}-b{cfg.budget}-{benchmark}"
 
 
 def move_aside(path: Path, keep: tuple[str, ...] = ()) -> Path:

@@ -91,7 +91,12 @@ def _files_signature(paths: list[Path]) -> list[list]:
 def _amazon_inputs(cfg: Any) -> tuple[list[Path], list[Path]]:
     from ecab.catalog.amazon import resolve_inputs
 
-    meta, reviews = resolve_inputs(Path(_require(cfg, "path")).expanduser())
+    path = Path(_require(cfg, "path")).expanduser()
+    if not path.exists():
+        from ecab.data import fetch_amazon_command
+        raise CatalogConfigError(f"catalog.path: {path}: no such file or directory (the paper's four categories "
+                                 f"are fetched there by: {fetch_amazon_command(path)})")
+    meta, reviews = resolve_inputs(path)
     reviews_path = _get(cfg, "reviews_path")
     if reviews_path:
         extra = Path(reviews_path).expanduser()
