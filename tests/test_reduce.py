@@ -19,8 +19,12 @@ import pytest
 
 from ecab.reduce import reduce_run, summarize, truncated_accuracy, write_summary
 from ecab.reduce.__main__ import main as cli_main
-from ecab.reduce.budget import Outcome, correct_within
-from ecab.reduce.metrics import percentile, review_failure_kind, join_episodes, spread
+from ecab.reduce.budget import correct_within
+from ecab.reduce.episodes import join_episodes
+from ecab.reduce.interaction import review_failure_kind, search_depth
+from ecab.reduce.outcome import Outcome
+from ecab.reduce.rates import percentile, spread
+from ecab.reduce.report import render_markdown
 from ecab.schema import (ClarificationScript, ClarificationSlot, FormatError, Judgement, Product, Rubric, Step,
                          Task, Trajectory, Verdict, Voucher, write_jsonl)
 
@@ -555,7 +559,6 @@ def test_interaction_table8_fields_and_first_ask_bins(summary):
 
 
 def test_search_depth_counts_queries_and_pages():
-    from ecab.reduce.metrics import search_depth
     tasks, trajectories, judgements = make_run()
     e1 = join_episodes(tasks, trajectories[:1], judgements[:1])[0]
     e1.traj.steps[1:1] = [step(5, "search_products", arguments={"query": "Laptop", "page": 0}),
@@ -566,7 +569,6 @@ def test_search_depth_counts_queries_and_pages():
 
 
 def test_summary_md_has_the_new_sections(summary):
-    from ecab.reduce.report import render_markdown
     md = render_markdown(summary)
     for heading in ("## Confidence intervals (95%, bootstrap over 4 tasks", "## Trials", "## Difficulty buckets",
                     "By raw rubric count:", "## Interaction behaviour", "## Accuracy given behaviour",

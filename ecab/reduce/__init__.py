@@ -11,8 +11,9 @@ from typing import Any
 
 from ecab.reduce.audit import judge_agreement
 from ecab.reduce.budget import truncated_accuracy
-from ecab.reduce.metrics import summarize
-from ecab.reduce.report import render_markdown, write_summary
+from ecab.reduce.plots import render_run_plots
+from ecab.reduce.report import render_markdown
+from ecab.reduce.summary import summarize
 from ecab.runs import RunFolder
 from ecab.schema import FormatError
 
@@ -22,6 +23,15 @@ __all__ = ["summarize", "write_summary", "reduce_run", "render_markdown", "trunc
 def _name(manifest: dict[str, Any], key: str, fallback: str) -> str:
     value = manifest.get(key)
     return value if isinstance(value, str) and value else fallback
+
+
+def write_summary(run_dir: str | Path, summary: dict[str, Any], *, plots: bool = True) -> None:
+    """Write summary.json (the dict, indented), summary.md (rendered from it) and, unless plots=False, the
+    PNG charts in plots/ (drawn from the same dict)."""
+    folder = RunFolder(run_dir)
+    folder.write_summary(summary, render_markdown(summary))
+    if plots:
+        render_run_plots(summary, folder.plots_dir)
 
 
 def reduce_run(run_dir: str | Path, *, plots: bool = True) -> dict[str, Any]:

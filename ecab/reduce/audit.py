@@ -12,13 +12,11 @@
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from ecab.core.unit import unit_key
+from ecab.reduce.episodes import Episode, evaluated_episodes
 from ecab.schema import Judgement, Task
-
-if TYPE_CHECKING:
-    from ecab.reduce.metrics import Episode
 
 NO_PRODUCT_METHOD = "no_product"
 REASON_CHARS = 300
@@ -28,13 +26,13 @@ REASON_CHARS = 300
 # One judge
 # ---------------------------------------------------------------------------------------------------------
 
-def _case(e: "Episode") -> dict[str, Any]:
+def _case(e: Episode) -> dict[str, Any]:
     return {"task_id": e.task.id, "trial": e.traj.unit.get("trial", 0), "intent_category": e.task.intent_category,
             "predicted_product_id": e.traj.predicted_product_id, "target_product_id": e.task.target_product.product_id}
 
 
-def judge_audit(episodes: Sequence["Episode"]) -> dict[str, Any]:
-    evaluated = [e for e in episodes if e.evaluated]
+def judge_audit(episodes: Sequence[Episode]) -> dict[str, Any]:
+    evaluated = evaluated_episodes(episodes)
     misjudged = [{**_case(e), "failed_rubrics": [r.rubric_id for r in e.rubrics if r.satisfied is False]}
                  for e in evaluated if e.exact and e.judgement.all_satisfied is False]
     accepted = [_case(e) for e in evaluated if not e.exact and e.all_satisfied]

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ecab.reduce import reduce_run
+from ecab.reduce.plots import COMPARE_PLOTS, render_compare_plots
 from ecab.reduce.report import num, pct, table
 from ecab.runs import RunFolder
 from ecab.schema import INFO_SOURCES
@@ -192,7 +193,6 @@ def compare_runs(run_dirs: Sequence[str | Path], out_dir: str | Path = DEFAULT_O
     markdown = "\n".join(["# Run comparison", "", sources, "", *(t.markdown() for t in tables.values())])
     paths: list[Path] = []
     if plots:
-        from ecab.reduce.plots import COMPARE_PLOTS, render_compare_plots
         paths = render_compare_plots(runs, out / "plots")
         markdown += "\n## Plots\n" + "\n".join(f"![{p[:-4]}](plots/{p})" for p in COMPARE_PLOTS) + "\n"
     (out / "compare.md").write_text(markdown, encoding="utf-8")

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ecab.env.episode import result_ids
-from ecab.reduce.budget import outcome_of, pair_by_unit
+from ecab.reduce import reduce_run
+from ecab.reduce.outcome import outcome_of, pair_by_unit
 from ecab.runs import RunFolder
 from ecab.schema import FormatError, Judgement, Step, Task, Trajectory, Verdict, iter_jsonl, read_tasks
 
@@ -207,7 +208,6 @@ def import_original(out_dir: str | Path, *, benchmark: str | Path, predictions: 
                 "imported_episodes": len(trajectories), "skipped_predictions": skipped}
     folder.write_manifest(manifest)
     if judgements and reduce:
-        from ecab.reduce import reduce_run
         reduce_run(out)
     return manifest
 

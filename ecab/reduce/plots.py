@@ -10,15 +10,14 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import matplotlib
-
-matplotlib.use("Agg")                       # headless: no display on workers or in CI
-import matplotlib.pyplot as plt             # noqa: E402
-import numpy as np                          # noqa: E402
-from matplotlib.ticker import PercentFormatter  # noqa: E402
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import PercentFormatter
 
 DPI = 120
 SOURCE_COLORS = {"query": "#4C72B0", "persona": "#DD8452", "clarification": "#55A868"}
-from ecab.reduce.report import PLOT_FILES as RUN_PLOTS  # noqa: E402  (summary.md links these names)
+RUN_PLOTS = ("satisfaction_by_source.png", "accuracy_by_intent.png", "accuracy_vs_budget.png",
+             "first_ask_vs_accuracy.png")       # summary.md links these names (report.py)
 COMPARE_PLOTS = ("accuracy.png", "satisfaction_by_source.png", "accuracy_by_intent.png",
                  "accuracy_vs_budget.png", "first_ask_vs_accuracy.png")
 
@@ -62,16 +61,22 @@ def _finish_share_chart(fig, ax, path: Path, *, top: float, ylabel: str, title: 
     return _save(fig, path)
 
 
-def _save(fig, path: Path) -> Path:
+def _figure(figsize: tuple[float, float]) -> tuple[Figure, Any]:
+    """A figure with one axes. Built without pyplot: no global figure registry and no GUI backend to pick,
+    savefig draws it with Agg (PNG), so it works headless on workers and in CI."""
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots()
+
+
+def _save(fig: Figure, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(path, dpi=DPI)
-    plt.close(fig)
     return path
 
 
 def _empty(path: Path, title: str, message: str) -> Path:
-    fig, ax = plt.subplots(figsize=(6, 3))
+    fig, ax = _figure((6, 3))
     ax.set_title(title)
     ax.text(0.5, 0.5, message, ha="center", va="center", transform=ax.transAxes, color="0.4")
     ax.set_axis_off()
@@ -105,7 +110,7 @@ def plot_satisfaction_by_source(summary: dict[str, Any], path: Path) -> Path:
     values = [groups[s]["satisfaction"] for s in names]
     cis = [_ci(summary, "by_source", s) for s in names]
     err = _err(values, cis)
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    fig, ax = _figure((6.4, 4.2))
     bars = ax.bar(names, values, yerr=err, capsize=5, color=[SOURCE_COLORS.get(s, "0.6") for s in names])
     _label_bars(ax, bars, values, [v + e for v, e in zip(values, err[1])])
     ax.set_xticks(range(len(names)), [f"{s}\n(n={groups[s]['count']} rubrics)" for s in names])
@@ -122,7 +127,7 @@ def plot_accuracy_by_intent(summary: dict[str, Any], path: Path) -> Path:
     values = [groups[i]["accuracy"] for i in names]
     cis = [_ci(summary, "by_intent", i, "accuracy") for i in names]
     err = _err(values, cis)
-    fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(names) + 1.6))
+    fig, ax = _figure((7.5, 0.45 * len(names) + 1.6))
     bars = ax.barh(range(len(names)), values, xerr=err, capsize=4, color="#4C72B0")
     _label_bars(ax, bars, values, [v + e for v, e in zip(values, err[1])], horizontal=True)
     ax.set_yticks(range(len(names)), [f"{pretty(i)} (n={groups[i]['evaluated_samples']})" for i in names])
@@ -146,7 +151,7 @@ def plot_accuracy_vs_budget(summary: dict[str, Any], path: Path) -> Path:
     if not ks:
         return _empty(path, title, "no cut points inside the budget")
     budget = summary["budget"]
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    fig, ax = _figure((6.4, 4.2))
     # k = 0 is 0% by definition (no call, no recommendation): it anchors the curve
     ax.plot([0, *ks], [0.0, *values], marker="o", color="#4C72B0", label="trajectories cut after k calls")
     for k, v in zip(ks, values):
@@ -174,7 +179,7 @@ def plot_first_ask_bins(summary: dict[str, Any], path: Path) -> Path:
     rows = summary["interaction"].get("first_ask_vs_accuracy", [])
     if not any(r["scored"] for r in rows):
         return _empty(path, title, "no scored episodes")
-    fig, ax = plt.subplots(figsize=(7.2, 4.2))
+    fig, ax = _figure((7.2, 4.2))
     colors = ["0.65" if r["bin"] == "never asked" else "#8172B2" for r in rows]
     values = [r["accuracy"] or 0.0 for r in rows]
     bars = ax.bar(range(len(rows)), values, color=colors, width=0.7)
@@ -208,7 +213,7 @@ def plot_compare_accuracy(runs: Labeled, path: Path) -> Path:
     values = [s["overall_accuracy"] for _, s in runs]
     cis = [_ci(s, "accuracy") for _, s in runs]
     err = _err(values, cis)
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.2 * len(runs) + 2), 4.2))
+    fig, ax = _figure((max(5.0, 1.2 * len(runs) + 2), 4.2))
     bars = ax.bar(range(len(runs)), values, yerr=err, capsize=5, color="#4C72B0")
     _label_bars(ax, bars, values, [v + e for v, e in zip(values, err[1])])
     ax.set_xticks(range(len(runs)), labels, rotation=20 if len(runs) > 4 else 0, ha="right" if len(runs) > 4
@@ -222,7 +227,7 @@ def plot_compare_sources(runs: Labeled, path: Path) -> Path:
     if not sources:
         return _empty(path, "Rubric satisfaction by source", "no scored rubrics")
     width = 0.8 / len(sources)
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(runs) + 2), 4.4))
+    fig, ax = _figure((max(6.0, 1.6 * len(runs) + 2), 4.4))
     for i, source in enumerate(sources):
         values = [r["by_source"].get(source, {}).get("satisfaction", 0.0) for _, r in runs]
         err = _err(values, [_ci(r, "by_source", source) for _, r in runs])
@@ -245,7 +250,7 @@ def plot_compare_intents(runs: Labeled, path: Path) -> Path:
     grid = np.array([[s["by_intent"].get(i, {}).get("accuracy", np.nan)
                       if s["by_intent"].get(i, {}).get("evaluated_samples") else np.nan for _, s in runs]
                      for i in intents], dtype=float)
-    fig, ax = plt.subplots(figsize=(max(5.5, 1.3 * len(runs) + 3), 0.5 * len(intents) + 1.8))
+    fig, ax = _figure((max(5.5, 1.3 * len(runs) + 3), 0.5 * len(intents) + 1.8))
     image = ax.imshow(grid, cmap="Blues", vmin=0, vmax=1, aspect="auto")
     for (row, col), value in np.ndenumerate(grid):
         text = "n/a" if np.isnan(value) else f"{value:.1%}"
@@ -265,8 +270,8 @@ def plot_compare_budget(runs: Labeled, path: Path) -> Path:
     by_model: dict[str, list[dict[str, Any]]] = {}
     for _, s in runs:
         by_model.setdefault(_model_label(s), []).append(s)
-    fig, ax = plt.subplots(figsize=(7.0, 4.4))
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    fig, ax = _figure((7.0, 4.4))
+    colors = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, (model, summaries) in enumerate(sorted(by_model.items())):
         color = colors[i % len(colors)]
         real = sorted((s["budget"]["budget"], s["overall_accuracy"]) for s in summaries
@@ -295,8 +300,8 @@ def plot_compare_first_ask(runs: Labeled, path: Path) -> Path:
                s["interaction"].get("searches_mean", 0.0)) for label, s in runs]
     shown = [p for p in points if p[1] is not None]
     never = [p[0] for p in points if p[1] is None]
-    fig, ax = plt.subplots(figsize=(8.4, 4.8))
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    fig, ax = _figure((8.4, 4.8))
+    colors = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
     if shown:
         # Each run gets a colour and a legend entry instead of a text label next to its marker: runs of
         # similar style sit close together and text labels would overlap.

@@ -5,8 +5,9 @@ summary dict, so summary.md can be rebuilt from summary.json alone.
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Sequence
+
+from ecab.reduce.plots import RUN_PLOTS
 
 
 def pct(rate: float | None) -> str:
@@ -239,12 +240,8 @@ def audit_sections(s: dict[str, Any]) -> list[str]:
     return lines
 
 
-PLOT_FILES = ("satisfaction_by_source.png", "accuracy_by_intent.png", "accuracy_vs_budget.png",
-              "first_ask_vs_accuracy.png")
-
-
 def plot_links() -> list[str]:
-    return ["## Plots", *[f"![{name[:-4].replace('_', ' ')}](plots/{name})" for name in PLOT_FILES], ""]
+    return ["## Plots", *[f"![{name[:-4].replace('_', ' ')}](plots/{name})" for name in RUN_PLOTS], ""]
 
 
 def runner_sections(summary: dict[str, Any]) -> list[str]:
@@ -276,14 +273,3 @@ def render_markdown(summary: dict[str, Any]) -> str:
                      + variance_sections(summary) + difficulty_sections(summary) + interaction_sections(summary)
                      + failure_sections(summary) + audit_sections(summary) + plot_links())
 
-
-def write_summary(run_dir: str | Path, summary: dict[str, Any], *, plots: bool = True) -> None:
-    """Write summary.json (the dict, indented), summary.md (rendered from it) and, unless plots=False, the
-    PNG charts in plots/ (drawn from the same dict)."""
-    from ecab.runs import RunFolder
-
-    folder = RunFolder(run_dir)
-    folder.write_summary(summary, render_markdown(summary))
-    if plots:
-        from ecab.reduce.plots import render_run_plots   # matplotlib only when charts are drawn
-        render_run_plots(summary, folder.plots_dir)

@@ -12,14 +12,12 @@
 from __future__ import annotations
 
 from math import comb
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from ecab.reduce.episodes import Episode, RubricResult, scored_episodes
 from ecab.schema import INFO_SOURCES
-
-if TYPE_CHECKING:                               # metrics imports this module; no import cycle at run time
-    from ecab.reduce.metrics import Episode, RubricResult
 
 RESAMPLES = 1000
 LEVEL = 0.95
@@ -82,30 +80,26 @@ def flip_rate(outcomes_by_task: Iterable[Sequence[bool]]) -> dict[str, Any]:
 # From episodes
 # ---------------------------------------------------------------------------------------------------------
 
-def _by_task(episodes: Iterable["Episode"]) -> dict[str, list["Episode"]]:
+def _by_task(episodes: Iterable[Episode]) -> dict[str, list[Episode]]:
     groups: dict[str, list[Episode]] = {}
     for e in episodes:
         groups.setdefault(e.task.id, []).append(e)
     return {k: groups[k] for k in sorted(groups)}
 
 
-def _scored(episodes: Iterable["Episode"]) -> list["Episode"]:
-    return [e for e in episodes if e.evaluated and e.outcome.correct is not None]
-
-
-def accuracy_clusters(groups: dict[str, list["Episode"]]) -> tuple[list[int], list[int]]:
-    scored = [_scored(g) for g in groups.values()]
+def accuracy_clusters(groups: dict[str, list[Episode]]) -> tuple[list[int], list[int]]:
+    scored = [scored_episodes(g) for g in groups.values()]
     return [sum(e.correct for e in s) for s in scored], [len(s) for s in scored]
 
 
-def satisfaction_clusters(groups: dict[str, list["Episode"]],
-                          keep: Callable[["RubricResult"], bool] = lambda r: True) -> tuple[list[int], list[int]]:
+def satisfaction_clusters(groups: dict[str, list[Episode]],
+                          keep: Callable[[RubricResult], bool] = lambda r: True) -> tuple[list[int], list[int]]:
     rubrics = [[r for e in g if e.evaluated for r in e.rubrics if r.satisfied is not None and keep(r)]
                for g in groups.values()]
     return [sum(r.satisfied for r in rs) for rs in rubrics], [len(rs) for rs in rubrics]
 
 
-def variance_section(episodes: Sequence["Episode"], *, resamples: int = RESAMPLES, level: float = LEVEL,
+def variance_section(episodes: Sequence[Episode], *, resamples: int = RESAMPLES, level: float = LEVEL,
                      seed: int = SEED) -> dict[str, Any]:
     """Bootstrap CIs (overall, by source, by intent), pass^k and the flip rate of a run."""
     def ci(pair: tuple[list[int], list[int]]) -> dict[str, Any]:
@@ -115,7 +109,7 @@ def variance_section(episodes: Sequence["Episode"], *, resamples: int = RESAMPLE
     present = {r.source for e in episodes for r in e.rubrics}
     sources = [s for s in INFO_SOURCES if s in present] + sorted(present - set(INFO_SOURCES))
     intents = sorted({e.task.intent_category for e in episodes})
-    scored_by_task = [_scored(g) for g in groups.values()]
+    scored_by_task = [scored_episodes(g) for g in groups.values()]
     trials_per_task = max((len(s) for s in scored_by_task), default=0)
     return {
         "method": "percentile bootstrap resampling tasks (all trials of a task together)",

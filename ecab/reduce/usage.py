@@ -1,0 +1,88 @@
+"""What the episodes used: the agents' tokens and cost (and the LLM judge's), latencies and LLM retries,
+and tool errors."""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Sequence
+
+from ecab.reduce.episodes import Episode, evaluated_episodes
+from ecab.reduce.rates import rate, round4, spread
+from ecab.schema import Trajectory
+
+TOKEN_KEYS = ("input_tokens", "output_tokens", "reasoning_tokens")
+JUDGE_USAGE_KEYS = ("calls", "cache_hits", "input_tokens", "output_tokens", "cost_usd")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Tokens and cost
+# ---------------------------------------------------------------------------------------------------------
+
+def episode_usage(traj: Trajectory) -> dict[str, float]:
+    """Tokens and cost of one episode: `usage` when recorded, else the per-step token counts."""
+    usage = {k: traj.usage.get(k) if k in traj.usage else sum(getattr(s, k) for s in traj.steps)
+             for k in TOKEN_KEYS}
+    usage["cost_usd"] = traj.usage.get("cost_usd") or 0.0
+    return {k: float(v or 0) for k, v in usage.items()}
+
+
+def _usage_totals(usages: Sequence[dict[str, float]], keys: Sequence[str]) -> dict[str, Any]:
+    """{episodes, total, mean_per_episode} of per-episode usage dicts (cost in USD to 6 decimals)."""
+    totals = {k: 0.0 for k in keys}
+    for usage in usages:
+        for k in keys:
+            totals[k] += float(usage.get(k) or 0)
+    n = len(usages)
+    as_number = {k: (round(v, 6) if k == "cost_usd" else int(v)) for k, v in totals.items()}
+    means = {k: (round(v / n, 6) if k == "cost_usd" else round4(v / n)) if n else 0.0 for k, v in totals.items()}
+    return {"episodes": n, "total": as_number, "mean_per_episode": means}
+
+
+def episode_model(e: Episode) -> str:
+    return str(e.traj.unit.get("model") or e.traj.model or "(unknown)")
+
+
+def tokens_and_cost(episodes: Sequence[Episode]) -> dict[str, Any]:
+    """The agents' tokens and cost (all episodes, and per model), and what the LLM judge cost: its
+    `judge_usage` per judgement (absent for the rules judge, which costs nothing)."""
+    keys = (*TOKEN_KEYS, "cost_usd")
+    out = _usage_totals([episode_usage(e.traj) for e in episodes], keys)
+    models = sorted({episode_model(e) for e in episodes})
+    out["by_model"] = {m: _usage_totals([episode_usage(e.traj) for e in episodes if episode_model(e) == m], keys)
+                       for m in models}
+    judged = [e.judgement.extras["judge_usage"] for e in episodes
+              if e.judgement is not None and isinstance(e.judgement.extras.get("judge_usage"), dict)]
+    out["judge"] = _usage_totals(judged, JUDGE_USAGE_KEYS)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Latency, retries and tool errors
+# ---------------------------------------------------------------------------------------------------------
+
+def episode_retries(traj: Trajectory) -> int:
+    """LLM retries of one episode: `usage.retries` when recorded (every retry, those of a turn that failed
+    for good included), else the per-step counts."""
+    if "retries" in (traj.usage or {}):
+        return int(traj.usage.get("retries") or 0)
+    return sum(s.retries for s in traj.steps)
+
+
+def latency_section(episodes: Sequence[Episode]) -> dict[str, Any]:
+    """Latencies of evaluated episodes; `llm_retries` counts every episode's retries (runtime errors too:
+    their retries are usually why they failed), so it equals the sum over the trajectories."""
+    evaluated = evaluated_episodes(episodes)
+    steps = [s for e in evaluated for s in e.traj.steps]
+    return {
+        "tool_latency_s": spread([s.tool_latency_s for s in steps if s.tool is not None]),
+        "agent_latency_s": spread([s.agent_latency_s for s in steps]),
+        "episode_wall_s": spread([e.traj.wall_s for e in evaluated]),
+        "llm_retries": sum(episode_retries(e.traj) for e in episodes),
+        "llm_retries_in_runtime_errors": sum(episode_retries(e.traj) for e in episodes if not e.evaluated),
+    }
+
+
+def tool_errors_section(episodes: Sequence[Episode]) -> dict[str, Any]:
+    steps = [s for e in evaluated_episodes(episodes) for s in e.traj.steps if s.tool is not None]
+    errors = Counter(s.tool for s in steps if s.is_error)
+    return {"total": sum(errors.values()), "rate": rate(sum(errors.values()), len(steps)),
+            "by_tool": {tool: errors[tool] for tool in sorted(errors)}}
