@@ -1,0 +1,87 @@
+"""JSONL files: reading records line by line with errors that name file and line, and atomic writing."""
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from ecab.schema.record import FormatError, Record
+from ecab.schema.task import Task
+
+DEFAULT_MAX_LINE_BYTES = 4 * 2**20   # a task line longer than this is refused (benchmark.max_line_bytes)
+
+
+def iter_jsonl(path: str | Path, *, max_line_bytes: int | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line. A line that is not valid UTF-8, not valid JSON, not an
+    object, or (with `max_line_bytes`) longer than that many bytes raises FormatError with its number; an
+    over-long line is refused without being read into memory."""
+    path = Path(path)
+    if not path.exists():
+        raise FormatError("file not found", path=path)
+    with path.open("rb") as handle:
+        for lineno in itertools.count(1):
+            raw = handle.readline(max_line_bytes + 2) if max_line_bytes else handle.readline()   # + "\r\n"
+            if not raw:
+                return
+            if max_line_bytes and len(raw.rstrip(b"\r\n")) > max_line_bytes:
+                raise FormatError(f"line longer than the cap of {max_line_bytes} bytes (benchmark.max_line_bytes)",
+                                  path=path, line=lineno)
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise FormatError(f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} of "
+                                  "the line)", path=path, line=lineno) from None
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise FormatError(f"malformed JSON: {exc.msg} (column {exc.colno})", path=path, line=lineno) from None
+            if not isinstance(obj, dict):
+                raise FormatError(f"expected a JSON object, got {type(obj).__name__}", path=path, line=lineno)
+            yield lineno, obj
+
+
+def iter_tasks(path: str | Path, *, max_line_bytes: int | None = DEFAULT_MAX_LINE_BYTES) -> Iterator[Task]:
+    """Stream tasks from a `benchmark.jsonl`; errors name file, line and field. Task ids must be unique: a
+    repeated id is an error naming both lines (keyed by id, the later task would silently replace the
+    earlier one and run twice)."""
+    seen: dict[str, int] = {}
+    for lineno, obj in iter_jsonl(path, max_line_bytes=max_line_bytes):
+        try:
+            task = Task.from_dict(obj)
+        except FormatError as exc:
+            raise exc.located(path, lineno) from None
+        if task.id in seen:
+            raise FormatError(f"duplicate task id {task.id!r} (first at {path}:{seen[task.id]})",
+                              path=path, line=lineno)
+        seen[task.id] = lineno
+        yield task
+
+
+def read_tasks(path: str | Path, *, max_line_bytes: int | None = DEFAULT_MAX_LINE_BYTES) -> list[Task]:
+    return list(iter_tasks(path, max_line_bytes=max_line_bytes))
+
+
+def dumps(record: Record | dict) -> str:
+    """One JSONL line (no newline), UTF-8 kept as is like the original writer."""
+    data = record.to_dict() if isinstance(record, Record) else record
+    return json.dumps(data, ensure_ascii=False)
+
+
+def write_jsonl(path: str | Path, records: Iterable[Record | dict]) -> int:
+    """Write records one per line, atomically (temp file + rename); returns the count."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    n = 0
+    with tmp.open("w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(dumps(record) + "\n")
+            n += 1
+    tmp.replace(path)
+    return n
+
+
+write_tasks = write_jsonl
