@@ -11,7 +11,7 @@ from ecab.agents.base import tool_call_message
 from ecab.env.episode import MULTI_CALL_ERROR, NO_TOOL_REMINDER, EpisodeSettings, run_episode
 from ecab.env.tools import ToolBox
 from ecab.judge.episode import judge_trajectory
-from ecab.judge.review import ReviewChecker
+from ecab.catalog.review_match import ReviewChecker
 from ecab.schema import read_tasks
 
 

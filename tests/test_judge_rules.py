@@ -1,21 +1,21 @@
-"""The mechanical judge (ecab.judge): every rubric type both ways, the real samples' targets, review matching
-with the real embedder, and the threshold calibration behind REVIEW_MATCH_THRESHOLD."""
+"""The rules judge (ecab/core/rubric_checks.py under ecab/judge/rules.py): every rubric type both ways, the real
+samples' targets, review matching with the real embedder (ecab/catalog/review_match.py), and the threshold
+calibration behind REVIEW_MATCH_THRESHOLD."""
 from __future__ import annotations
 
 import pytest
 
-from ecab.judge import (
-    NO_PRODUCT_REASON,
+from ecab.catalog.review_match import (
     REVIEW_MATCH_THRESHOLD,
     ReviewChecker,
     calibrate_threshold,
-    check_rubric,
-    judge_product,
-    satisfying_products,
+    choose_threshold,
+    split_sentences,
 )
-from ecab.judge.episode import outcome
+from ecab.core.rubric_checks import NO_PRODUCT_REASON
 from ecab.core.text import contains_phrase, keyword_tokens, normalize
-from ecab.judge.review import choose_threshold, split_sentences
+from ecab.judge.episode import outcome
+from ecab.judge.rules import check_rubric, judge_product, satisfying_products
 from ecab.schema import Product, Review, Rubric, Task, Verdict, Voucher, read_tasks
 
 def product(**kw) -> Product:
@@ -476,3 +476,16 @@ def test_checker_calibrate_records_stats_in_describe(checker):
     calibration = local.calibrate(POSITIVE_PAIRS[:6], NEGATIVE_PAIRS[:6])
     assert local.threshold == calibration.threshold
     assert local.describe()["calibration"]["n_positive"] == 6
+
+
+def test_the_rubric_checks_are_pure_and_need_an_injected_review_checker():
+    """core/rubric_checks.py decides review_opinion only with the checker it is given (it loads no model);
+    the rules judge's check_rubric supplies the process-wide one."""
+    from ecab.core.rubric_checks import rubric_verdict
+    opinion = rubric("review_opinion", "reviews", "feels sturdy")
+    reviews = [Review(review_id=1, product_id="P1", rating=5, title="", text="It feels sturdy.")]
+    assert rubric_verdict(opinion, product(), reviews=[]).satisfied is False       # no reviews: no checker needed
+    with pytest.raises(ValueError, match="review checker"):
+        rubric_verdict(opinion, product(), reviews=reviews)
+    assert check_rubric(rubric("store_match", "store", "acme"), product()) == \
+        rubric_verdict(rubric("store_match", "store", "acme"), product())

@@ -315,7 +315,7 @@ def test_unscored_replies_are_not_cached(endpoint, tmp_path):
 
 
 def test_skip_exact_keeps_rules_verdicts_for_exact_matches(endpoint, embedder):
-    from ecab.judge.review import ReviewChecker
+    from ecab.catalog.review_match import ReviewChecker
     task = make_task()
 
     async def go():

@@ -16,7 +16,7 @@ import pytest
 from ecab.catalog.amazon import iter_targets, targets_and_siblings
 from ecab.catalog.build import catalog_fingerprint
 from ecab.catalog.siblings import DEFAULT_PER_RUBRIC, replace_phrase
-from ecab.judge.review import default_review_checker
+from ecab.catalog.review_match import default_review_checker
 from ecab.judge.rules import check_rubric
 from ecab.schema import read_tasks, write_jsonl
 

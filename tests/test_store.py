@@ -459,7 +459,7 @@ def test_light_sentence_encoder_gives_the_model_vectors_without_importing_torch(
     assert np.abs(light.encode(texts) - embedder.encode(texts)).max() < 1e-5
     script = (
         "import json, sys\n"
-        "from ecab.judge.review import default_review_checker\n"
+        "from ecab.catalog.review_match import default_review_checker\n"
         "from ecab.schema import Review\n"
         "review = Review.from_dict({'review_id': 1, 'product_id': 'P', 'rating': 5, 'title': 'ok',\n"
         "    'text': 'It charges my phone standing up or lying down.', 'helpful_vote': 0})\n"

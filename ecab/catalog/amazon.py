@@ -444,7 +444,8 @@ def targets_and_siblings(tasks_path: Path, *, n_distractors: int = 2000, seed: i
 
 
 def _review_checker():
-    from ecab.judge.review import default_review_checker   # the judge's own checker decides "lacks the opinion"
+    # the checker the rules judge uses by default decides "lacks the opinion"
+    from ecab.catalog.review_match import default_review_checker
 
     return default_review_checker()
 

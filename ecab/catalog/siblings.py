@@ -39,7 +39,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from ecab.fields import ALIASES_BY_CANONICAL, MULTI_OPTION_FIELDS, canonical_field
 from ecab.core.text import keyword_tokens, normalize, singular
-from ecab.judge.rules import EntityMatcher, check_rubric, entity_phrases
+from ecab.core.rubric_checks import EntityMatcher, entity_phrases, rubric_verdict
 from ecab.schema import Product, Review, Rubric, Task
 
 # Bump whenever the siblings made for a given task file and seed change: part of the catalog fingerprint.
@@ -231,8 +231,8 @@ def _price_tag(value: float, rng: random.Random) -> float:
 
 def _ok(rubric: Rubric, product: Product, task: Task, reviews: list[Review] | None = None,
         review_checker=None) -> bool:
-    return check_rubric(rubric, product, voucher=task.voucher, reviews=reviews,
-                        review_checker=review_checker).satisfied is True
+    return rubric_verdict(rubric, product, voucher=task.voucher, reviews=reviews,
+                          review_checker=review_checker).satisfied is True
 
 
 # ---------------------------------------------------------------------------------------------------------

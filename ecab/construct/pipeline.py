@@ -892,7 +892,8 @@ def write_outputs(result: ConstructResult, out_dir: Path) -> None:
 # The cached default benchmark
 # ---------------------------------------------------------------------------------------------------------
 
-CODE_FILES = ("construct", "judge/rules.py", "core/text.py", "fields.py", "schema", "core/seeds.py")
+CODE_FILES = ("construct", "judge/rules.py", "core/rubric_checks.py", "core/text.py", "fields.py", "schema",
+              "core/seeds.py")
 
 
 def code_version() -> str:

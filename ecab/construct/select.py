@@ -31,8 +31,8 @@ from ecab.construct.intents import get_intent
 from ecab.construct.rubrics import choose_entity, entity_rubric, make_rubric
 from ecab.construct.validity import VerdictMemo, audit_products, category_products
 from ecab.core.text import contains_phrase, normalize
-from ecab.judge.review import ReviewMatch, review_sentences
-from ecab.judge.rules import EntityMatcher
+from ecab.catalog.review_match import ReviewMatch, review_sentences
+from ecab.core.rubric_checks import EntityMatcher
 from ecab.schema import Review, Rubric
 
 REQUIRED_FIELDS = {"rating_quality": ("average_rating", "rating_number")}
@@ -59,7 +59,7 @@ _DROP_ORDER = {"numeric_range": 0, "attribute_match": 1, "negative_attribute": 2
 
 
 class LexicalReviews:
-    """The review judge's lexical pre-check alone (ecab/judge/review.py): satisfied only when a sentence of
+    """The review judge's lexical pre-check alone (ecab/catalog/review_match.py): satisfied only when a sentence of
     the reviews contains the normalized opinion. Never satisfied where the full judge is not; it may miss
     a paraphrase the embeddings would accept."""
 

@@ -45,7 +45,8 @@ from ecab.construct.verbalize.text import bare_field, mentions
 from ecab.env.user import ScriptedUser
 from ecab.fields import IMPLICIT_ELIGIBLE_FIELDS, SAFE_NOISE_FIELDS
 from ecab.core.text import contains_phrase, normalize, options
-from ecab.judge.rules import EntityMatcher, check_rubric
+from ecab.core.rubric_checks import EntityMatcher
+from ecab.judge.rules import check_rubric
 from ecab.schema import ClarificationScript, Product, Rubric
 
 # ---------------------------------------------------------------------------------------------------------

@@ -48,7 +48,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from ecab.core.text import compact, normalize, value_text
-from ecab.judge.rules import TOP_LEVEL_FIELDS, EntityMatcher, check_rubric
+from ecab.core.rubric_checks import TOP_LEVEL_FIELDS, EntityMatcher
+from ecab.judge.rules import check_rubric
 from ecab.schema import Product, Review, Rubric, Task, Voucher
 
 SOURCES = ("query", "persona", "clarification")
@@ -389,7 +390,7 @@ def audit_tasks(tasks: Sequence[Task], catalog, *, include_reviews: bool = True,
     started = time.perf_counter()
     memo = VerdictMemo()
     if include_reviews and review_checker is None and any(r.type == REVIEW for t in tasks for r in t.rubrics):
-        from ecab.judge.review import default_review_checker
+        from ecab.catalog.review_match import default_review_checker
         review_checker = default_review_checker()
     rows = []
     for n, task in enumerate(tasks, 1):

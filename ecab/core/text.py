@@ -1,4 +1,5 @@
-"""Text normalization and phrase matching shared by the mechanical judge (rules.py, review.py).
+"""Text normalization and phrase matching shared by the rubric checks (core/rubric_checks.py) and the review checker
+(catalog/review_match.py).
 
 Amazon metadata spells the same value many ways ("Wi-Fi" / "Wi Fi", "Ac/dc", "Black & White",
 "Kindle (10th Generation, 2019)"), so both sides of every comparison go through `normalize` first:

@@ -34,7 +34,7 @@ def check_judge_config(judge_cfg: Any) -> None:
 
 
 def _review_checker(judge_cfg: Any):
-    from ecab.judge.review import ReviewChecker
+    from ecab.catalog.review_match import ReviewChecker
     threshold = judge_cfg.get("review_threshold") if hasattr(judge_cfg, "get") else None
     return ReviewChecker(threshold=threshold) if threshold is not None else ReviewChecker()
 

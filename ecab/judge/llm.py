@@ -33,7 +33,8 @@ from omegaconf import DictConfig, OmegaConf
 from ecab.config import ConfigError
 from ecab.fields import lookup_detail
 from ecab.judge.episode import outcome
-from ecab.judge.rules import check_rubric, no_product_verdict
+from ecab.core.rubric_checks import no_product_verdict
+from ecab.judge.rules import check_rubric
 from ecab.llm.cache import ReplyCache
 from ecab.llm.client import ChatClient, ChatError
 from ecab.llm.settings import ModelSettings

@@ -17,7 +17,7 @@ from typing import Any
 
 from ecab.judge.llm import JUDGE_MARKER
 from ecab.core.text import keyword_tokens, normalize
-from ecab.judge.rules import check_rubric
+from ecab.core.rubric_checks import rubric_verdict
 from ecab.schema import Product, Rubric, Voucher
 from ecab.sim.policy import TextPolicy, system_prompt_starts_with
 
@@ -74,7 +74,7 @@ def decide(product: Product | None, reviews: list[str], voucher: Voucher | None,
     if rubric.type == "review_opinion":
         hit = opinion_in_reviews(rubric.opinion, reviews)
         return (True, f"A review says it: {hit[:120]!r}") if hit else (False, "No review states this opinion.")
-    verdict = check_rubric(rubric, product, voucher=voucher)
+    verdict = rubric_verdict(rubric, product, voucher=voucher)
     return bool(verdict.satisfied), verdict.reasoning
 
 

@@ -1,4 +1,10 @@
-"""review_opinion by sentence embeddings (docs/original-harness.md §4.3, §5.10).
+"""Does some review state this opinion? review_opinion by sentence embeddings (docs/original-harness.md
+§4.3, §5.10).
+
+It sits with the catalog's embedder it is built on and serves every stage that must agree on an opinion:
+the rules judge (ecab/judge/rules.py), task construction, and catalog=targets' siblings (a sibling that must
+lack an opinion is checked with the same checker that judges it); the rubric checks of
+ecab/core/rubric_checks.py receive it injected.
 
 The original asked an LLM whether any review "clearly expresses the same concrete claim". Here each
 review's title and text are split into sentences, the opinion and every sentence are embedded with the
