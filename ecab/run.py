@@ -253,19 +253,18 @@ def run_episodes(cfg: DictConfig, tasks: list[Task], catalog, folder, *, catalog
 
 
 def judge_and_reduce(cfg: DictConfig, tasks: list[Task], catalog, folder) -> dict:
-    from ecab.judge.dispatch import judge_all, judge_model_name
+    from ecab.judge.dispatch import judge_run
     from ecab.reduce import reduce_run
 
     by_id = {t.id: t for t in tasks}
     trajectories = [t for t in folder.latest_trajectories().values() if t.id in by_id]
-    judgements, judge_info = judge_all(cfg.judge, by_id, trajectories, catalog)   # judge=rules | llm
-    folder.write_verdicts(str(cfg.judge.name), judgements)
-    judge_model = judge_model_name(cfg.judge)
+    judged = judge_run(cfg.judge, by_id, trajectories, catalog)   # judge=rules | llm
+    folder.write_verdicts(judged.judge, judged.judgements)
     manifest = folder.read_manifest()
-    if "review_checker" in judge_info:
-        manifest["review_checker"] = judge_info["review_checker"]
-    manifest["judge"] = judge_info
-    manifest["judge_model"] = judge_model
+    if "review_checker" in judged.describe:
+        manifest["review_checker"] = judged.describe["review_checker"]
+    manifest["judge"] = judged.describe
+    manifest["judge_model"] = judged.judge_model
     manifest["task_audit"] = task_audit(cfg, tasks, catalog)   # how hard the task set is (reduce shows it)
     manifest["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%S")
     folder.write_manifest(manifest)

@@ -10,7 +10,7 @@ from ecab.env.agent_protocol import AgentError, AgentTurn, InfraError
 from ecab.agents.base import tool_call_message
 from ecab.env.episode import MULTI_CALL_ERROR, NO_TOOL_REMINDER, EpisodeSettings, run_episode
 from ecab.env.tools import ToolBox
-from ecab.judge.episode import judge_trajectory
+from ecab.judge.rules import RulesJudge
 from ecab.catalog.review_match import ReviewChecker
 from ecab.schema import read_tasks
 
@@ -150,7 +150,7 @@ def test_ask_user_reveals_are_recorded(real_tasks, targets_catalog):
 def test_real_samples_oracle_reaches_100_percent(real_tasks, targets_catalog):
     """Issue 4 item 8: with catalog=targets the oracle is right on every released sample, and the rules
     judge finds every target satisfying all of its non-review rubrics."""
-    checker = ReviewChecker()
+    judge = RulesJudge(review_checker=ReviewChecker())
 
     async def all_episodes():
         return await asyncio.gather(*(
@@ -159,7 +159,7 @@ def test_real_samples_oracle_reaches_100_percent(real_tasks, targets_catalog):
 
     for task, traj in zip(real_tasks, asyncio.run(all_episodes())):
         assert traj.termination == "recommended", (task.id, traj.error)
-        judgement = judge_trajectory(task, traj, targets_catalog, review_checker=checker)
+        judgement = asyncio.run(judge.judge_episode(task, traj, targets_catalog))
         assert judgement.correct and judgement.exact_product_match
         failed = [v for v in judgement.verdicts if v.type != "review_opinion" and not v.satisfied]
         assert not failed, (task.id, [(v.rubric_id, v.evidence) for v in failed])

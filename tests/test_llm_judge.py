@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
+from ecab.judge.episode import make_judgement
 from ecab.judge.llm import (JUDGE_MARKER, JUDGE_SYSTEM_PROMPT, LLMJudge, JudgeReplyError, JudgeSettings,
-                            make_judgement, parse_results, user_prompt)
+                            parse_results, user_prompt)
 from ecab.judge.sim_policy import is_judge_request, judge_reply
 from ecab.llm.cache import ReplyCache
 from ecab.schema import Product, Review, Rubric, Task, Trajectory
@@ -157,7 +158,7 @@ def judge_once(settings: JudgeSettings, cache: ReplyCache | None = None, target_
         judge = LLMJudge(settings, cache=cache)
         try:
             task = make_task(target_id)
-            return await judge.judge_trajectory(task, traj_for(task, "P1"), FakeCatalog()), judge.usage
+            return await judge.judge_episode(task, traj_for(task, "P1"), FakeCatalog()), judge.usage
         finally:
             await judge.aclose()
     return asyncio.run(go())
@@ -280,7 +281,7 @@ def test_no_product_makes_no_call(endpoint):
 
     async def go():
         judge = LLMJudge(settings_for(endpoint))
-        return await judge.judge_trajectory(task, traj_for(task, None), FakeCatalog())
+        return await judge.judge_episode(task, traj_for(task, None), FakeCatalog())
     judgement = asyncio.run(go())
     assert endpoint.requests == [] and {v.method for v in judgement.verdicts} == {"no_product"}
 
@@ -319,10 +320,9 @@ def test_skip_exact_keeps_rules_verdicts_for_exact_matches(endpoint, embedder):
     task = make_task()
 
     async def go():
-        judge = LLMJudge(settings_for(endpoint, skip_exact=True))
+        judge = LLMJudge(settings_for(endpoint, skip_exact=True), review_checker=ReviewChecker(embedder))
         try:
-            return await judge.judge_trajectory(task, traj_for(task, "P1"), FakeCatalog(),
-                                                review_checker=ReviewChecker(embedder))
+            return await judge.judge_episode(task, traj_for(task, "P1"), FakeCatalog())
         finally:
             await judge.aclose()
     # P1 is the task's target: an exact match, so no call is made
@@ -344,7 +344,7 @@ def test_attribute_fallback_sends_only_unsettled_attribute_rubrics(endpoint):
     async def go():
         judge = LLMJudge(settings_for(endpoint, types=[], attribute_fallback=True))
         try:
-            return await judge.judge_trajectory(task, traj_for(task, "P1"), FakeCatalog())
+            return await judge.judge_episode(task, traj_for(task, "P1"), FakeCatalog())
         finally:
             await judge.aclose()
     judgement = asyncio.run(go())
@@ -458,16 +458,18 @@ def test_judge_model_sim_serves_the_simulator_for_the_judging_pass(tmp_path):
     """judge.model=sim without a base_url: the simulator is started for the pass and its judge policy
     answers (through its latency, 429 and 5xx injection: the shared retry policy absorbs them)."""
     from ecab.config import load_config
-    from ecab.judge.dispatch import judge_all
+    from ecab.judge.dispatch import judge_run
     cfg = load_config(["judge=llm", "judge.model=sim", f"judge.cache_dir={tmp_path / 'cache'}"])
     task = make_task("OTHER")
     trajectories = [traj_for(task, "P1")]
-    judgements, describe = judge_all(cfg.judge, {task.id: task}, trajectories, FakeCatalog())
-    verdicts = {v.rubric_id: v for v in judgements[0].verdicts}
+    judged = judge_run(cfg.judge, {task.id: task}, trajectories, FakeCatalog())
+    describe = judged.describe
+    assert judged.judge == "llm" and judged.judge_model.startswith("llm:")
+    verdicts = {v.rubric_id: v for v in judged.judgements[0].verdicts}
     assert [verdicts[r].method for r in ("r1", "r2", "r3", "r4")] == ["rule", "llm", "llm", "llm"]
     assert [verdicts[r].satisfied for r in ("r2", "r3", "r4")] == [True, True, False]
     assert describe["usage"]["calls"] >= 1 and describe["usage"]["cost_usd"] > 0
     assert describe["base_url"].startswith("http://127.0.0.1:")
     # the second pass is served from the cache (a new simulator, no request reaches it)
-    judgements, describe = judge_all(cfg.judge, {task.id: task}, trajectories, FakeCatalog())
+    describe = judge_run(cfg.judge, {task.id: task}, trajectories, FakeCatalog()).describe
     assert describe["usage"]["calls"] == 0 and describe["usage"]["cache_hits"] == 1

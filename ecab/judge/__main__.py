@@ -15,13 +15,17 @@ import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+from omegaconf import DictConfig, OmegaConf
 
-from omegaconf import DictConfig, OmegaConf  # noqa: E402
+from ecab.config import ConfigError, load_config
+from ecab.schema import FormatError
 
-from ecab.config import ConfigError, load_config  # noqa: E402
-from ecab.schema import FormatError  # noqa: E402
+
+def set_up_environment() -> None:
+    """Before anything loads the embedder: Hugging Face offline (a missing model file fails, never starts a
+    download) and tokenizers single-threaded (no fork warnings from a process that may start workers)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
 def _override_key(text: str) -> str:
@@ -52,7 +56,7 @@ def judge_config(run_dir: Path, overrides: list[str]) -> DictConfig:
 def rejudge(run_dir: str | Path, overrides: list[str] | None = None) -> dict:
     """Re-judge the run folder with the judge of `overrides`; rewrites the verdict files and the summary."""
     from ecab.catalog.build import ensure_catalog
-    from ecab.judge.dispatch import check_judge_config, judge_all, judge_model_name
+    from ecab.judge.dispatch import check_judge_config, judge_run
     from ecab.reduce import reduce_run
     from ecab.runs import RunFolder
 
@@ -68,14 +72,15 @@ def rejudge(run_dir: str | Path, overrides: list[str] | None = None) -> dict:
         raise FormatError("no trajectories to judge", path=folder.trajectories_dir)
     catalog = ensure_catalog(cfg.catalog, Path(cfg.cache_dir))
     started = time.perf_counter()
-    judgements, describe = judge_all(cfg.judge, tasks, trajectories, catalog)
+    judged = judge_run(cfg.judge, tasks, trajectories, catalog)
+    describe = judged.describe
     describe["judged_at"] = time.strftime("%Y-%m-%dT%H:%M:%S")
     describe["wall_s"] = round(time.perf_counter() - started, 3)
-    folder.write_verdicts(str(cfg.judge.name), judgements)
+    folder.write_verdicts(judged.judge, judged.judgements)
     manifest = folder.read_manifest()
     manifest["judge"] = describe
-    manifest["judge_model"] = judge_model_name(cfg.judge)
-    manifest.setdefault("judges", {})[str(cfg.judge.name)] = describe
+    manifest["judge_model"] = judged.judge_model
+    manifest.setdefault("judges", {})[judged.judge] = describe
     folder.write_manifest(manifest)
     return reduce_run(run_dir)
 
@@ -86,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("run_dir", type=Path, help="the run folder, e.g. runs/<name>")
     parser.add_argument("overrides", nargs="*", help="judge=llm judge.model=... (Hydra-style overrides)")
     args = parser.parse_args(argv)
+    set_up_environment()
     try:
         summary = rejudge(args.run_dir, args.overrides)
     except (ConfigError, ValueError, OSError) as exc:   # FormatError is a ValueError naming file/line/key

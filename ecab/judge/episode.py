@@ -1,12 +1,12 @@
-"""Judge one finished episode: the recommended product against every rubric of its task, and the one rule
-that turns verdicts into an outcome (`outcome`), used by the rules judge, the LLM judge and the tests."""
+"""One finished episode as every judge sees it: the recommended product and its reviews (`recommended`),
+and the one rule that turns verdicts into an outcome (`outcome`, applied by `make_judgement`), used by the
+rules judge, the LLM judge and the tests."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 from ecab.catalog.base import CatalogReader
-from ecab.judge.rules import judge_product
-from ecab.schema import Judgement, Task, Trajectory, Verdict
+from ecab.schema import Judgement, Product, Review, Task, Trajectory, Verdict
 
 
 def outcome(task: Task, predicted_id: str | None, verdicts: Sequence[Verdict]) -> tuple[bool, bool | None, bool | None]:
@@ -25,15 +25,25 @@ def outcome(task: Task, predicted_id: str | None, verdicts: Sequence[Verdict]) -
     return exact, all_satisfied, (True if exact else all_satisfied)
 
 
-def judge_trajectory(task: Task, traj: Trajectory, catalog: CatalogReader, *, review_checker=None,
-                     judge_name: str = "rules") -> Judgement:
+def recommended(task: Task, traj: Trajectory, catalog: CatalogReader, *,
+                review_limit: int) -> tuple[Product | None, list[Review] | None]:
+    """(the recommended product, None when there is none or the catalog has no such id; its first
+    `review_limit` reviews when a rubric of the task reads reviews, else None)."""
     predicted = traj.predicted_product_id
     product = catalog.get_product(predicted) if predicted else None
     needs_reviews = product is not None and any(r.type == "review_opinion" for r in task.rubrics)
-    reviews = catalog.get_reviews(product.product_id, limit=20) if needs_reviews else None
-    verdicts = judge_product(task, product, reviews=reviews, review_checker=review_checker)
+    reviews = catalog.get_reviews(product.product_id, limit=review_limit) if needs_reviews else None
+    return product, reviews
+
+
+def make_judgement(task: Task, traj: Trajectory, verdicts: list[Verdict], *, judge_name: str,
+                   extras: dict[str, Any] | None = None) -> Judgement:
+    """The Judgement of one episode: its verdicts and the outcome `outcome` decides; `extras` adds keys
+    (the LLM judge's `judge_usage`)."""
+    predicted = traj.predicted_product_id
     exact, all_satisfied, correct = outcome(task, predicted, verdicts)
     return Judgement(id=task.id, unit=dict(traj.unit), judge=judge_name, predicted_product_id=predicted,
                      target_product_id=task.target_product.product_id, exact_product_match=exact,
                      all_satisfied=all_satisfied, correct=correct, verdicts=verdicts,
-                     runtime_error=traj.termination == "infra_error", error_message=traj.error)
+                     runtime_error=traj.termination == "infra_error", error_message=traj.error,
+                     extras=dict(extras or {}))

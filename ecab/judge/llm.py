@@ -1,4 +1,5 @@
 """The LLM judge (`judge=llm`): an OpenAI-compatible model decides the rubrics the rules cannot judge well.
+`LLMJudge` is its implementation of the judge protocol (protocol.py).
 
 Which rubrics go to the LLM: the types in `judge.types` (default review_opinion) and, with
 `judge.attribute_fallback`, the attribute_match rubrics the rules judge cannot settle, meaning the rules
@@ -26,14 +27,16 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
+from ecab.catalog.base import CatalogReader
+from ecab.catalog.review_match import ReviewChecker
 from ecab.config import ConfigError
-from ecab.fields import lookup_detail
-from ecab.judge.episode import outcome
 from ecab.core.rubric_checks import no_product_verdict
+from ecab.fields import lookup_detail
+from ecab.judge.episode import make_judgement, recommended
 from ecab.judge.rules import check_rubric
 from ecab.llm.cache import ReplyCache
 from ecab.llm.client import ChatClient, ChatError
@@ -278,13 +281,24 @@ class Decision:
 
 
 class LLMJudge:
-    """Decides rubrics with an OpenAI-compatible model; one instance per judging pass (holds the chat client,
-    whose gate bounds the requests in flight, and the reply cache)."""
+    """The LLM judge as a `Judge` (protocol.py): decides rubrics with an OpenAI-compatible model; one instance
+    per judging pass (holds the chat client, whose gate bounds the requests in flight, and the reply cache).
+    The rubrics it keeps for the rules are decided with `review_checker` (the process-wide one when None)."""
 
-    def __init__(self, settings: JudgeSettings, *, cache: ReplyCache | None = None, chat: ChatClient | None = None):
+    name = LLM
+
+    def __init__(self, settings: JudgeSettings, *, cache: ReplyCache | None = None, chat: ChatClient | None = None,
+                 review_checker: ReviewChecker | None = None):
         self.settings = settings
+        self.cache = cache
         self.chat = chat if chat is not None else ChatClient(settings.model, cache=cache)
+        self.review_checker = review_checker
         self.usage = Usage()
+        self._started = time.perf_counter()
+
+    @property
+    def model_name(self) -> str:
+        return f"{LLM}:{self.settings.model_id}"
 
     async def aclose(self) -> None:
         await self.chat.aclose()
@@ -349,8 +363,9 @@ class LLMJudge:
         return False
 
     async def judge_product(self, task: Task, product: Product | None, *, reviews: Sequence[Review] | None,
-                            exact: bool, review_checker=None) -> tuple[list[Verdict], Usage]:
+                            exact: bool) -> tuple[list[Verdict], Usage]:
         """One verdict per rubric in rubric order: LLM-routed rubrics by the model, the others by rules."""
+        review_checker = self.review_checker
         if product is None:
             return [no_product_verdict(r) for r in task.rubrics], Usage()
         verdicts: dict[str, Verdict] = {}
@@ -395,49 +410,22 @@ class LLMJudge:
                                      evidence=f"llm judge {self.settings.model_id}")
         return out, decision.usage
 
-    async def judge_trajectory(self, task: Task, traj: Trajectory, catalog, *, review_checker=None,
-                               judge_name: str = LLM) -> Judgement:
-        predicted = traj.predicted_product_id
-        product = catalog.get_product(predicted) if predicted else None
+    async def judge_episode(self, task: Task, trajectory: Trajectory, catalog: CatalogReader) -> Judgement:
+        product, reviews = recommended(task, trajectory, catalog, review_limit=self.settings.max_reviews)
+        predicted = trajectory.predicted_product_id
         exact = predicted is not None and predicted == task.target_product.product_id
-        needs_reviews = product is not None and any(r.type == "review_opinion" for r in task.rubrics)
-        reviews = catalog.get_reviews(product.product_id, limit=self.settings.max_reviews) if needs_reviews else None
-        verdicts, usage = await self.judge_product(task, product, reviews=reviews, exact=exact,
-                                                   review_checker=review_checker)
-        return make_judgement(task, traj, verdicts, judge_name=judge_name, usage=usage)
+        verdicts, usage = await self.judge_product(task, product, reviews=reviews, exact=exact)
+        return make_judgement(task, trajectory, verdicts, judge_name=self.name,
+                              extras={"judge_usage": usage.as_dict()})
 
-
-def make_judgement(task: Task, traj: Trajectory, verdicts: list[Verdict], *, judge_name: str,
-                   usage: Usage | None = None) -> Judgement:
-    """The Judgement of one episode (judge.episode.outcome decides it), with the judge's usage."""
-    predicted = traj.predicted_product_id
-    exact, all_satisfied, correct = outcome(task, predicted, verdicts)
-    extras = {"judge_usage": usage.as_dict()} if usage is not None else {}
-    return Judgement(id=task.id, unit=dict(traj.unit), judge=judge_name, predicted_product_id=predicted,
-                     target_product_id=task.target_product.product_id, exact_product_match=exact,
-                     all_satisfied=all_satisfied, correct=correct, verdicts=verdicts,
-                     runtime_error=traj.termination == "infra_error", error_message=traj.error, extras=extras)
-
-
-async def judge_all_llm(settings: JudgeSettings, tasks: dict[str, Task], trajectories: Iterable[Trajectory], catalog,
-                        *, cache: ReplyCache | None = None, review_checker=None,
-                        judge_name: str = LLM) -> tuple[list[Judgement], dict[str, Any]]:
-    """Judge every trajectory concurrently (the client's gate bounds requests in flight); returns (judgements in
-    input order, a description with the usage totals for the manifest)."""
-    judge = LLMJudge(settings, cache=cache)
-    started = time.perf_counter()
-    try:
-        judgements = await asyncio.gather(*(
-            judge.judge_trajectory(tasks[t.id], t, catalog, review_checker=review_checker, judge_name=judge_name)
-            for t in trajectories))
-    finally:
-        await judge.aclose()
-    describe = settings.describe()
-    describe["usage"] = judge.usage.as_dict()
-    describe["wall_s"] = round(time.perf_counter() - started, 3)
-    if cache is not None:
-        describe["cache"] = cache.describe()
-    return list(judgements), describe
+    def describe(self) -> dict[str, Any]:
+        """The settings (never the key), the usage totals and the reply cache's hits, for the manifest."""
+        describe = self.settings.describe()
+        describe["usage"] = self.usage.as_dict()
+        describe["wall_s"] = round(time.perf_counter() - self._started, 3)
+        if self.cache is not None:
+            describe["cache"] = self.cache.describe()
+        return describe
 
 
 def open_cache(settings: JudgeSettings) -> ReplyCache | None:

@@ -1,17 +1,23 @@
-"""The rules judge: every rubric decided by the rubric checks of ecab/core/rubric_checks.py (the rule per
-type is written there), review_opinion by the catalog's embedding review checker
-(ecab/catalog/review_match.py): the process-wide one unless the caller injects its own.
+"""The rules judge (`judge=rules`, the default): every rubric decided by the rubric checks of
+ecab/core/rubric_checks.py (the rule per type is written there), review_opinion by the catalog's embedding
+review checker (ecab/catalog/review_match.py): the process-wide one unless the caller injects its own.
 
-Task construction's validation decides rubrics with the same `check_rubric`, so "the target satisfies
-every rubric" means what the judge will decide.
+`RulesJudge` is its implementation of the judge protocol (protocol.py). Task construction's validation
+decides rubrics with the same `check_rubric`, so "the target satisfies every rubric" means what the judge
+will decide.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Any, Iterable
 
+from ecab.catalog.base import CatalogReader
 from ecab.catalog.review_match import ReviewChecker, default_review_checker
 from ecab.core.rubric_checks import rubric_verdict
-from ecab.schema import Product, Review, Rubric, Task, Verdict, Voucher
+from ecab.judge.episode import make_judgement, recommended
+from ecab.schema import Judgement, Product, Review, Rubric, Task, Trajectory, Verdict, Voucher
+
+RULES = "rules"
+REVIEWS_SHOWN = 20     # the recommended product's reviews a review_opinion rubric is decided over
 
 
 def check_rubric(rubric: Rubric, product: Product | None, *, voucher: Voucher | None = None,
@@ -45,3 +51,24 @@ def satisfying_products(task: Task, products: Iterable[Product], *, review_check
                             review_checker=review_checker).satisfied is True for r in ordered):
             hits.append(product.product_id)
     return hits
+
+
+class RulesJudge:
+    """The rules judge as a `Judge` (protocol.py): deterministic, no model calls, nothing to close."""
+
+    name = RULES
+    model_name = RULES
+
+    def __init__(self, review_checker: ReviewChecker | None = None):
+        self.review_checker = review_checker if review_checker is not None else default_review_checker()
+
+    async def judge_episode(self, task: Task, trajectory: Trajectory, catalog: CatalogReader) -> Judgement:
+        product, reviews = recommended(task, trajectory, catalog, review_limit=REVIEWS_SHOWN)
+        verdicts = judge_product(task, product, reviews=reviews, review_checker=self.review_checker)
+        return make_judgement(task, trajectory, verdicts, judge_name=self.name)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "review_checker": self.review_checker.describe()}
+
+    async def aclose(self) -> None:
+        return None
