@@ -1,4 +1,4 @@
-"""catalog=targets hard-negative siblings (ecab/catalog/siblings.py, issue 15 deliverable 3): each rubric of each
+"""catalog=targets hard-negative siblings (ecab/catalog/siblings/, issue 15 deliverable 3): each rubric of each
 released task has siblings that fail exactly it, the target stays the only product a task accepts, and an
 attacker looking at ids, key sets, review counts, catalog order, rating statistics, prices or the family's
 consensus cannot tell the real target from its generated siblings."""
@@ -15,7 +15,8 @@ import pytest
 
 from ecab.catalog.amazon import iter_targets, targets_and_siblings
 from ecab.catalog.build import catalog_fingerprint
-from ecab.catalog.siblings import DEFAULT_PER_RUBRIC, replace_phrase
+from ecab.catalog.siblings.listing_text import replace_phrase
+from ecab.catalog.siblings.make import DEFAULT_PER_RUBRIC
 from ecab.catalog.review_match import default_review_checker
 from ecab.judge.rules import check_rubric
 from ecab.schema import read_tasks, write_jsonl

@@ -9,7 +9,7 @@ be built from any of them in one streaming pass.
   capped at 20 per product with a seeded, process-independent pick.
 - `iter_product_db`: the prebuilt SQLite `product.db` of the original harness.
 - `iter_targets`: the target products of a `benchmark.jsonl`, their hard-negative siblings
-  (ecab/catalog/siblings.py: per rubric, products that violate exactly that rubric, so every requirement
+  (ecab/catalog/siblings/: per rubric, products that violate exactly that rubric, so every requirement
   matters) and synthetic distractors. Released tasks carry no review text (docs/original-harness.md §9), so
   targets and siblings get synthetic reviews that state their task's review_opinion rubrics, which lets the
   harness run on the real samples without the 25 GB DB.
@@ -400,7 +400,7 @@ _DAY_MS = 86_400_000
 def iter_targets(tasks_path: Path, *, n_distractors: int = 2000, seed: int = 0, batch_size: int = 1000,
                  siblings: int = 0, query_only_siblings: int = 0, report=None) -> Iterator[CatalogBatch]:
     """The target product of every task (unchanged, first task wins per id) and its hard-negative siblings
-    (`siblings` per rubric and `query_only_siblings` per task, ecab/catalog/siblings.py) in one seeded
+    (`siblings` per rubric and `query_only_siblings` per task, ecab/catalog/siblings/) in one seeded
     order, then `n_distractors` synthetic products from `ecab.catalog.synthetic.iter_synthetic` whose ids
     collide with neither. `catalog=targets` asks for 3 and 3 (conf/catalog/targets.yaml); without siblings the
     targets come first, in file order.
@@ -424,7 +424,8 @@ def targets_and_siblings(tasks_path: Path, *, n_distractors: int = 2000, seed: i
                          query_only_siblings: int = 3):
     """(targets and siblings in catalog order as (product, reviews, its siblings.Sibling record or None for
     a target), the distractors as (product, reviews), one line about the siblings) of `iter_targets`."""
-    from ecab.catalog.siblings import ValuePools, make_siblings
+    from ecab.catalog.siblings.make import make_siblings
+    from ecab.catalog.siblings.pools import ValuePools
 
     tasks = list(iter_tasks(Path(tasks_path)))
     targets, target_reviews = _targets_with_reviews(Path(tasks_path))

@@ -148,7 +148,7 @@ def fingerprint_inputs(cfg: Any) -> dict[str, Any]:
         spec["max_reviews"] = _get(cfg, "max_reviews", 20)
         spec["review_seed"] = _get(cfg, "review_seed", 42)
     if source == "targets":
-        from ecab.catalog.siblings import SIBLINGS_VERSION
+        from ecab.catalog.siblings.make import SIBLINGS_VERSION
 
         per_rubric, query_only = _siblings(cfg)
         spec["siblings"] = {"per_rubric": per_rubric, "query_only": query_only, "version": SIBLINGS_VERSION}
