@@ -29,28 +29,14 @@ from dataclasses import dataclass
 from ecab.construct.draft import Draft, Feature
 from ecab.construct.intents import get_intent
 from ecab.construct.rubrics import choose_entity, entity_rubric, make_rubric
-from ecab.construct.validity import VerdictMemo, audit_products, category_products
+from ecab.construct.category_products import category_products
+from ecab.construct.validity import VerdictMemo, audit_products, construction_memo
 from ecab.core.text import contains_phrase, normalize
 from ecab.catalog.review_match import ReviewMatch, review_sentences
 from ecab.core.rubric_checks import EntityMatcher
 from ecab.schema import Review, Rubric
 
 REQUIRED_FIELDS = {"rating_quality": ("average_rating", "rating_number")}
-
-
-_TEXTS: dict[str, dict] = {}      # catalog fingerprint -> the memo's per-product text cache
-
-
-def construction_memo(catalog) -> VerdictMemo:
-    """A fresh verdict memo for one candidate whose per-product text cache (a pure function of each
-    catalog row) is shared by every candidate on the same catalog in this process: rebuilding it for each
-    candidate cost more than the audits themselves."""
-    memo = VerdictMemo()
-    key = str(getattr(catalog, "fingerprint", id(catalog)))
-    if len(_TEXTS) > 4 and key not in _TEXTS:
-        _TEXTS.clear()
-    memo._texts = _TEXTS.setdefault(key, {})
-    return memo
 
 
 # When several features have no witness, which to drop first: the optional numeric floors and caps, then

@@ -32,12 +32,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from dataclasses import dataclass
 from typing import Any, Iterable
 
 from ecab.catalog.base import CatalogReader
+from ecab.construct.category_products import FULL_SCAN_LIMIT, category_products, products_by_category
 from ecab.construct.draft import Draft
+from ecab.construct.validity import audit_products, construction_memo
 from ecab.construct.verbalize.clarification import MAX_KEYWORDS, MIN_KEYWORDS
 from ecab.construct.verbalize.persona import expected_requirement_keys, product_requirements
 from ecab.construct.verbalize.phrases import dimension, numeric_values
@@ -363,46 +364,21 @@ def check_target(draft: Draft, catalog: CatalogReader | None, review_checker) ->
 # Uniqueness
 # ---------------------------------------------------------------------------------------------------------
 
-# Up to this many products, one pass over the catalog per process groups every product by main_category
-# (cached); larger catalogs are prefiltered by a title search for the entity phrase instead.
-FULL_SCAN_LIMIT = 200_000
-SEARCH_PREFILTER_LIMIT = 5_000
-_category_cache: dict[str, dict[str, list[Product]]] = {}
-_cache_lock = threading.Lock()
-
-
-def _products_by_category(catalog: CatalogReader) -> dict[str, list[Product]]:
-    key = catalog.fingerprint
-    with _cache_lock:
-        if key not in _category_cache:
-            groups: dict[str, list[Product]] = {}
-            for batch in catalog.iter_products():
-                for p in batch:
-                    groups.setdefault(p.main_category, []).append(p)
-            _category_cache[key] = groups
-        return _category_cache[key]
-
-
 def candidate_products(draft: Draft, catalog: CatalogReader, candidate_ids: list[str] | None = None) -> list[Product]:
-    """The products worth a full rubric check: the given ids, else the target's main_category (small
-    catalogs), else the entity phrase's title matches within that category (large catalogs)."""
+    """The products worth a full rubric check: the given ids, else the target's main_category
+    (ecab/construct/category_products.py: the whole category, or its entity-phrase title matches on large
+    catalogs)."""
     small = catalog.count() <= FULL_SCAN_LIMIT
     if candidate_ids is not None and small:
         wanted = set(candidate_ids)
-        return [p for group in _products_by_category(catalog).values() for p in group if p.product_id in wanted]
+        return [p for group in products_by_category(catalog).values() for p in group if p.product_id in wanted]
     if candidate_ids is not None:
         out: list[Product] = []
         for i in range(0, len(candidate_ids), 500):
             out.extend(catalog.get_products(candidate_ids[i:i + 500]))
         return out
-    category = draft.product.main_category
-    if small:
-        return list(_products_by_category(catalog).get(category, []))
-    from ecab.catalog.search import sql_quote  # a LanceDB `where` literal
-    entity = draft.entity.canonical_entity if draft.entity else draft.product.title
-    page = catalog.search(entity, limit=SEARCH_PREFILTER_LIMIT, mode="original",
-                          where=f"main_category = {sql_quote(category)}")
-    return catalog.get_products([h.product_id for h in page.hits])
+    entity = draft.entity.canonical_entity if draft.entity else None
+    return list(category_products(catalog, draft.product, entity))
 
 
 # Cheap, selective rubric types first; review embeddings last and only for survivors.
@@ -452,9 +428,6 @@ class Gate:
 
 def check_validity(draft: Draft, catalog: CatalogReader, gate: Gate, review_checker=None) -> list[Issue]:
     """The validity audit of the draft's rubrics (review opinions included) against the gate."""
-    from ecab.construct.select import construction_memo
-    from ecab.construct.validity import audit_products, category_products
-
     entity = draft.entity.canonical_entity if draft.entity else None
     products = category_products(catalog, draft.product, entity)
     audit = audit_products(draft.rubrics, draft.product, products, voucher=draft.voucher,

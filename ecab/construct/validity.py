@@ -31,7 +31,7 @@ says so.
 Cost: a product is dropped as soon as it fails two rubrics (it can then witness nothing); rubrics are
 checked source by source (query, persona, clarification), cheap types first, so the query and query+persona
 counts stay exact. Verdicts are memoised per (rubric content, voucher, product) across the tasks of one
-`audit_tasks` call; category product lists come from the construction validator's per-fingerprint cache.
+`audit_tasks` call; category product lists come from category_products.py (cached per catalog fingerprint).
 
 API: `audit_products` (the core, on plain rubrics and products: what construction can call on a draft),
 `audit_task`, `audit_tasks` -> `AuditReport` (`.summary()`, `.headline()`, `.markdown()`, `.rows()`),
@@ -47,6 +47,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
+from ecab.construct.category_products import category_products
 from ecab.core.text import compact, normalize, value_text
 from ecab.core.rubric_checks import TOP_LEVEL_FIELDS, EntityMatcher
 from ecab.judge.rules import check_rubric
@@ -244,6 +245,21 @@ class VerdictMemo:
         return ok
 
 
+_TEXTS: dict[str, dict] = {}      # catalog fingerprint -> the memo's per-product text cache
+
+
+def construction_memo(catalog) -> VerdictMemo:
+    """A fresh verdict memo for one candidate whose per-product text cache (a pure function of each
+    catalog row) is shared by every candidate on the same catalog in this process: rebuilding it for each
+    candidate cost more than the audits themselves."""
+    memo = VerdictMemo()
+    key = str(getattr(catalog, "fingerprint", id(catalog)))
+    if len(_TEXTS) > 4 and key not in _TEXTS:
+        _TEXTS.clear()
+    memo._texts = _TEXTS.setdefault(key, {})
+    return memo
+
+
 def audit_products(rubrics: Sequence[Rubric], target: Product, products: Iterable[Product], *,
                    voucher: Voucher | None = None, reviews_of: Callable[[str], list[Review]] | None = None,
                    review_checker=None, include_reviews: bool = True, memo: VerdictMemo | None = None,
@@ -343,21 +359,6 @@ def audit_products(rubrics: Sequence[Rubric], target: Product, products: Iterabl
 # ---------------------------------------------------------------------------------------------------------
 # Tasks on a catalog
 # ---------------------------------------------------------------------------------------------------------
-
-def category_products(catalog, target: Product, entity_hint: str | None = None) -> list[Product]:
-    """The products of the target's main_category: the whole category for a catalog the construction
-    validator can hold in memory (its per-fingerprint cache, shared), else the category's title matches of
-    the entity phrase (the validator's prefilter for large catalogs)."""
-    from ecab.construct import validate  # lazy: validate may import this module
-
-    category = target.main_category
-    if catalog.count() <= validate.FULL_SCAN_LIMIT:
-        return validate._products_by_category(catalog).get(category, [])
-    from ecab.catalog.search import sql_quote
-    page = catalog.search(entity_hint or target.title, limit=validate.SEARCH_PREFILTER_LIMIT, mode="original",
-                          where=f"main_category = {sql_quote(category)}")
-    return catalog.get_products([h.product_id for h in page.hits])
-
 
 def _entity_hint(task: Task) -> str | None:
     for r in task.rubrics:
