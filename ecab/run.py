@@ -119,7 +119,7 @@ def load_tasks(cfg: DictConfig, catalog=None) -> list[Task]:
     if cfg.benchmark.source == "file":
         tasks = read_tasks(cfg.benchmark.path, max_line_bytes=cap)
     else:
-        from ecab.construct.pipeline import ensure_benchmark
+        from ecab.construct.benchmark_cache import ensure_benchmark
         tasks = read_tasks(ensure_benchmark(cfg, catalog, Path(cfg.cache_dir)), max_line_bytes=cap)
     tasks = [t for t in tasks if t.is_ok]
     if cfg.benchmark.limit is not None:
@@ -282,7 +282,7 @@ def task_audit(cfg: DictConfig, tasks: list[Task], catalog) -> dict:
         if cfg.benchmark.source == "file":
             bench_dir = Path(str(cfg.benchmark.path)).parent
         else:
-            from ecab.construct.pipeline import ensure_benchmark
+            from ecab.construct.benchmark_cache import ensure_benchmark
             bench_dir = ensure_benchmark(cfg, catalog, Path(cfg.cache_dir), progress=False).parent
         return task_set_audit(tasks, catalog, benchmark_dir=bench_dir)
     except Exception as exc:  # noqa: BLE001 - the summary says why, the run's results stand

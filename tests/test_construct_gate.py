@@ -9,11 +9,15 @@ import pytest
 
 from ecab.config import ConfigError, check_number
 from ecab.construct import validate as v
+from ecab.construct.benchmark_folder import REJECTIONS_TABLE
 from ecab.construct.draft import Draft, Feature
-from ecab.construct.pipeline import REJECTIONS_TABLE, Settings, construct
+from ecab.construct.load_bearing import audit_products
+from ecab.construct.pipeline import construct
+from ecab.construct.reasons import REASON_GROUP, REJECTION_REASONS
 from ecab.construct.sample import RICH_NEIGHBOURHOOD, interleave_by_category, neighbourhood_scores
 from ecab.construct.select import NotLoadBearing, select_load_bearing
-from ecab.construct.validity import audit_products, audit_tasks
+from ecab.construct.settings import Settings
+from ecab.construct.validity import audit_tasks
 from ecab.schema import Product, Rubric
 
 
@@ -105,7 +109,7 @@ def test_gate_reasons_name_what_does_not_matter():
     issues = v.check_validity(_gated_draft(hidden=["Color"], query=["Material"]), CATALOG, narrow)
     assert [code for code, _ in issues] == ["query_too_narrow"]      # 4 steel lamps match the query: 4 < 5
     for code in ("hidden_not_load_bearing", "query_not_load_bearing", "query_too_narrow"):
-        assert code in v.REJECTION_REASONS and v.REASON_GROUP[code] == "hidden intent does not matter"
+        assert code in REJECTION_REASONS and REASON_GROUP[code] == "hidden intent does not matter"
 
 
 def test_neighbourhood_scores_put_rich_neighbourhoods_first():

@@ -15,15 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from ecab.construct.pipeline import (
-    BENCHMARK_FILE,
-    REJECTED_FILE,
-    REJECTIONS_TABLE,
-    Settings,
-    construct,
-    ensure_benchmark,
-    rejection_table,
-)
+from ecab.construct.benchmark_cache import ensure_benchmark
+from ecab.construct.benchmark_folder import BENCHMARK_FILE, REJECTED_FILE, REJECTIONS_TABLE, rejection_table
+from ecab.construct.pipeline import construct
+from ecab.construct.settings import Settings
 from ecab.core.seeds import construction_seed, episode_seed
 from ecab.fields import INTENTS
 from ecab.judge.rules import check_rubric

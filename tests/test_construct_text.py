@@ -14,10 +14,10 @@ import pytest
 
 from ecab.catalog.synthetic import PRODUCT_TYPES, iter_synthetic
 from ecab.construct import clues
+from ecab.construct.candidate import Skip, run_stages
 from ecab.construct.draft import Draft
 from ecab.construct.extract import build_value_pools
 from ecab.construct.intents import INTENT_TABLE
-from ecab.construct.pipeline import Skip, run_stages
 from ecab.construct.validate import natural_questions, rubric_lock
 from ecab.construct.verbalize import verbalize
 from ecab.construct.verbalize.clarification import (EMPTY_SCRIPT_RESPONSE, build_clarification, keyword_is_safe,

@@ -10,9 +10,10 @@ import pytest
 
 from ecab.catalog.synthetic import iter_synthetic, product_type_of
 from ecab.construct import validate as v
+from ecab.construct.candidate import Skip, run_stages
 from ecab.construct.draft import Draft, EntitySpec
 from ecab.construct.extract import build_value_pools
-from ecab.construct.pipeline import Skip, run_stages
+from ecab.construct.reasons import REASON_GROUP, REJECTION_GROUPS, REJECTION_REASONS, rejection_rows
 from ecab.construct.verbalize import verbalize
 from ecab.construct.verbalize.clarification import build_clarification
 from ecab.construct.verbalize.persona import build_persona
@@ -69,19 +70,19 @@ def test_most_honest_drafts_pass_and_every_rejection_is_a_known_reason(drafts, v
     assert len(valid) >= 0.8 * len(drafts), collections.Counter(d.rejection for d in drafts)
     assert {d.intent for d in valid} == set(INTENTS)
     for d in drafts:
-        assert d.rejection is None or d.rejection in v.REJECTION_REASONS
+        assert d.rejection is None or d.rejection in REJECTION_REASONS
         assert bool(d.validation_issues) == (d.rejection is not None)
         assert d.match_count is None   # no catalog given
 
 
 def test_reason_table_groups_every_code_and_counts(drafts):
-    assert set(v.REASON_GROUP) == set(v.REJECTION_REASONS)
-    assert len(v.REJECTION_GROUPS) == 6
+    assert set(REASON_GROUP) == set(REJECTION_REASONS)
+    assert len(REJECTION_GROUPS) == 6
     fake = [Draft(sample_id=str(i), intent="product_search", product=drafts[0].product) for i in range(3)]
     fake[0].rejection = fake[1].rejection = "leak_hidden_value"
-    table = v.rejection_table(fake)
+    table = rejection_rows(fake)
     assert table == [{"group": "leakage", "reason": "leak_hidden_value",
-                      "label": v.REJECTION_REASONS["leak_hidden_value"], "count": 2}]
+                      "label": REJECTION_REASONS["leak_hidden_value"], "count": 2}]
 
 
 def _first(valid, predicate):

@@ -15,23 +15,17 @@ import pytest
 
 from ecab.config import ConfigError
 from ecab.construct import llm_verbalizer
+from ecab.construct import sim_policy as verbalizer_policy
+from ecab.construct.benchmark_cache import benchmark_fingerprint
+from ecab.construct.benchmark_folder import BENCHMARK_FILE, REJECTED_FILE, REJECTIONS_TABLE
+from ecab.construct.candidate import Skip, choose_verbalizer, run_stages
+from ecab.construct.catalog_scan import scan_catalog
 from ecab.construct.draft import Draft
-from ecab.construct.pipeline import (
-    BENCHMARK_FILE,
-    REJECTED_FILE,
-    REJECTIONS_TABLE,
-    Settings,
-    Skip,
-    _verbalizer,
-    benchmark_fingerprint,
-    construct,
-    run_stages,
-    scan_catalog,
-)
-from ecab.core.seeds import task_rng
+from ecab.construct.pipeline import construct
+from ecab.construct.settings import Settings
 from ecab.construct.validate import rubric_lock, validate_draft
 from ecab.construct.verbalize import verbalize as template_verbalize
-from ecab.construct import sim_policy as verbalizer_policy
+from ecab.core.seeds import task_rng
 
 # Implicit clues (product_search), negatives (negative_constraint) and vouchers with numbers (coupon_budget).
 INTENTS = ["product_search", "negative_constraint", "coupon_budget"]
@@ -175,7 +169,7 @@ def verbalize_with(replies, small_catalog, leaky_candidate, tmp_path, monkeypatc
     monkeypatch.setattr(verbalizer_policy, "verbalizer_reply", fake_reply)
     template = staged_draft(small_catalog, intent, index, pid, pools)
     template_verbalize(template, random.Random(1))
-    verbalize = _verbalizer(Settings.from_cfg(cfg("llm", cache_dir=str(tmp_path / "cache"))))
+    verbalize = choose_verbalizer(Settings.from_cfg(cfg("llm", cache_dir=str(tmp_path / "cache"))))
     verbalize(draft, random.Random(1))
     return draft, template.user_query, seen
 

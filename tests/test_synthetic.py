@@ -423,7 +423,7 @@ def test_a_line_does_not_give_its_anchor_away(families):
     drift of LINE_DRIFT_SHARE): undrifted, every line is a star around it and the pick always does (1.0).
     Over a whole line the anchor stays the most central listing in most lines; among a task's query matches,
     where the audit measures it, it is not (docs/decisions.md#validity-audit)."""
-    from ecab.construct.validity import structural_picks
+    from ecab.construct.structural_picks import structural_picks
 
     lines = [(f, m) for f, m in families if f.anchor is not None and len(m) == f.size and len(m) >= 4]
     picks = [structural_picks(m, m[f.anchor].product_id) for f, m in lines]

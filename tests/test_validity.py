@@ -6,15 +6,10 @@ from __future__ import annotations
 import random
 
 from conftest import AUDIT_OPINION, AUDIT_PRODUCTS, all_products
-from ecab.construct.validity import (
-    TaskAudit,
-    aggregate,
-    audit_products,
-    audit_task,
-    audit_tasks,
-    headline_of,
-    structural_picks,
-)
+from ecab.construct.load_bearing import TaskAudit, audit_products
+from ecab.construct.structural_picks import structural_picks
+from ecab.construct.validity import audit_task, audit_tasks
+from ecab.construct.validity_report import aggregate, headline_of
 from ecab.judge.rules import check_rubric
 from ecab.schema import Product, Task
 
@@ -177,8 +172,9 @@ def test_early_stopping_matches_brute_force(small_catalog):
 def test_construction_writes_the_audit_and_a_run_reads_it(small_catalog, tmp_path):
     import json
 
-    from ecab.construct.pipeline import REJECTIONS_TABLE, REPORT_FILE, construct
-    from ecab.construct.validity import AUDIT_FILE, read_rows, task_digest, task_set_audit
+    from ecab.construct.benchmark_folder import AUDIT_FILE, REJECTIONS_TABLE, REPORT_FILE
+    from ecab.construct.pipeline import construct
+    from ecab.construct.validity import read_rows, task_digest, task_set_audit
 
     cfg = {"construct": {"seed": 0, "n_per_intent": 1, "intents": ["product_search", "review_driven"],
                          "max_matches": 3, "workers": 1, "max_attempts": 3, "verbalizer": "template"}}

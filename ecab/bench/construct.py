@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ecab.construct.pipeline import BENCHMARK_FILE, REPORT_FILE
+from ecab.construct.benchmark_folder import BENCHMARK_FILE, REPORT_FILE
 
 
 def run_once(workers: int, overrides: list[str], out: Path) -> dict:

@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     cfg = load_config(args.overrides)
     from ecab.catalog.build import ensure_catalog
-    from ecab.construct.pipeline import ensure_benchmark
+    from ecab.construct.benchmark_cache import ensure_benchmark
     from ecab.schema import read_tasks
 
     catalog = ensure_catalog(cfg.catalog, Path(cfg.cache_dir))

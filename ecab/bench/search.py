@@ -282,7 +282,7 @@ def load_bench_tasks(cfg, spec: str, catalog: Catalog) -> tuple[list, str]:
     from ecab.schema import read_tasks
 
     if spec == "default":
-        from ecab.construct.pipeline import ensure_benchmark
+        from ecab.construct.benchmark_cache import ensure_benchmark
 
         path = ensure_benchmark(cfg, catalog, Path(cfg.cache_dir))
     else:

@@ -85,7 +85,11 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "audit":
         return audit_main(args[1:])
-    from ecab.construct.pipeline import REPORT_FILE, Settings, construct, ensure_benchmark, rejection_table, throughput_line
+    from ecab.construct.benchmark_cache import ensure_benchmark
+    from ecab.construct.benchmark_folder import REJECTIONS_TABLE, REPORT_FILE, rejection_table
+    from ecab.construct.pipeline import construct
+    from ecab.construct.result import throughput_line
+    from ecab.construct.settings import Settings
 
     overrides = args
     try:
@@ -104,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         print(throughput_line(result.timing()) + f" -> {result.out_dir}")
         return 0
     path = ensure_benchmark(cfg, catalog, Path(cfg.cache_dir), progress=progress)
-    table = path.parent / "rejections.md"
+    table = path.parent / REJECTIONS_TABLE
     if table.exists():
         print(table.read_text(encoding="utf-8"))
     report = path.parent / REPORT_FILE

@@ -2,7 +2,7 @@
 
 sample -> extract (Features) -> voucher / opinions -> partition (Feature per source) -> rubrics (fixed in
 code: id, type, field, expected_value, info_source) -> verbalize (text only) -> validate.
-A Draft is built up stage by stage; `to_task()` (in pipeline.py) turns a finished one into a schema.Task.
+A Draft is built up stage by stage; `to_task()` turns a finished one into a schema.Task.
 The verbalizer may only set text fields (query, surfaces, persona noise, slot wording), never a rubric's
 id, type, field, expected_value or info_source.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ecab.schema import ClarificationScript, Persona, Product, Review, Rubric, Voucher
+from ecab.schema import ClarificationScript, Persona, Product, Review, Rubric, Task, Voucher
 
 SOURCES = ("query", "persona", "clarification")
 
@@ -64,7 +64,31 @@ class Draft:
     clarification_script: ClarificationScript | None = None
     # Set by validation.
     validation_issues: list[str] = field(default_factory=list)
-    rejection: str | None = None   # a reason code from validate.REJECTION_REASONS, or None when valid
+    rejection: str | None = None   # a reason code from reasons.REJECTION_REASONS, or None when valid
     match_count: int | None = None  # catalog products satisfying every rubric (uniqueness check)
     retry_count: int = 0
     meta: dict[str, Any] = field(default_factory=dict)
+
+
+def to_task(draft: Draft, status: str = "ok") -> Task:
+    """The released 18-key sample record of a finished draft."""
+    ok = status == "ok"
+    artifacts: dict[str, Any] = {"sample_retry_count": draft.retry_count, "judge_issues": []}
+    if draft.match_count is not None:
+        artifacts["match_count"] = draft.match_count
+    if "verbalizer" in draft.meta:   # construct.verbalizer=llm: was the rewrite kept, and why not
+        artifacts["verbalizer"] = {key: draft.meta[key] for key in
+                                   ("verbalizer", "verbalizer_attempts", "verbalizer_issues", "template_query")
+                                   if key in draft.meta}
+    return Task(
+        id=draft.sample_id, intent_category=draft.intent, user_query=draft.user_query or "",
+        user_persona=draft.persona or Persona(),
+        clarification_script=draft.clarification_script or ClarificationScript(),
+        target_product=Product.from_dict(draft.product.target_view()),
+        rubrics=list(draft.rubrics), implicit_rubric_ids=list(draft.implicit_rubric_ids),
+        difficulty_metrics={"implicit_count": len(draft.implicit_rubric_ids)},
+        generation_artifacts=artifacts,
+        extracted_features=[{"field": f.field, "value": f.value, "type": f.type} for f in draft.features],
+        feature_partition={f"{s}_count": len(draft.partition.get(s, [])) for s in SOURCES},
+        voucher=draft.voucher, validation_passed=ok, validation_issues=list(draft.validation_issues),
+        judge_passed=ok, judge_issues=[], sample_status=status)

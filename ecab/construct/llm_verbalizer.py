@@ -19,7 +19,7 @@ messages), so a rebuild with the same config is byte-identical and calls no mode
 retried by its policy; a call that still fails raises, and the pipeline records the candidate as a
 generation_runtime_error.
 
-The settings are resolved once, before any work, in `pipeline.Settings.from_cfg` (`resolve`): the API key is
+The settings are resolved once, before any work, in `settings.Settings.from_cfg` (`resolve`): the API key is
 checked (a missing one is one ConfigError naming its variable), and `model: sim` starts ecab's simulator in
 this process, with the verbalizer's reply policy (construct/sim_policy.py); its URL then reaches the spawned
 workers inside `Settings`.
@@ -51,7 +51,7 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Settings (resolved once in the parent, then pickled to the workers inside pipeline.Settings)
+# Settings (resolved once in the parent, then pickled to the workers inside settings.Settings)
 # ---------------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -221,5 +221,5 @@ class LLMVerbalizer:
 
 @functools.lru_cache(maxsize=None)
 def verbalizer_for(settings: LLMVerbalizerSettings) -> LLMVerbalizer:
-    """The process's verbalizer for these settings (the pipeline asks once per candidate)."""
+    """The process's verbalizer for these settings (candidate.choose_verbalizer asks once per candidate)."""
     return LLMVerbalizer(settings)

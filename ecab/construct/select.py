@@ -1,7 +1,7 @@
 """Stage 3b: keep only features that matter (issue 15; docs/architecture.md §4).
 
 A requirement matters when the agent cannot skip it: some product other than the target satisfies every
-other requirement of the task and fails that one (it is *load-bearing*, ecab/construct/validity.py). After
+other requirement of the task and fails that one (it is *load-bearing*, ecab/construct/load_bearing.py). After
 extraction (and the voucher, the negatives and the review opinions), this stage audits the candidate's
 features as rubrics over the target's main category, with the entity and budget rubrics the task will carry,
 and drops the features that are not load-bearing one at a time (numeric floors first, negatives last), auditing
@@ -26,14 +26,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ecab.catalog.review_match import ReviewMatch, review_sentences
+from ecab.construct.category_products import category_products
 from ecab.construct.draft import Draft, Feature
 from ecab.construct.intents import get_intent
+from ecab.construct.load_bearing import VerdictMemo, audit_products, construction_memo
 from ecab.construct.rubrics import choose_entity, entity_rubric, make_rubric
-from ecab.construct.category_products import category_products
-from ecab.construct.validity import VerdictMemo, audit_products, construction_memo
-from ecab.core.text import contains_phrase, normalize
-from ecab.catalog.review_match import ReviewMatch, review_sentences
 from ecab.core.rubric_checks import EntityMatcher
+from ecab.core.text import contains_phrase, normalize
 from ecab.schema import Review, Rubric
 
 REQUIRED_FIELDS = {"rating_quality": ("average_rating", "rating_number")}

@@ -5,7 +5,7 @@ App. D-E).
 `draft.validation_issues`, sets `draft.rejection` to the reason code of the first failing check (in the
 order below) and `draft.match_count` to the number of catalog products that satisfy every rubric.
 
-Checks, in order (reason codes in REJECTION_REASONS):
+Checks, in order (reason codes in reasons.REJECTION_REASONS):
 1. rubric lock: id, type, field, expected_value and info_source unchanged by verbalization;
 2. entity: exactly one entity_match rubric whose title_span is in the target's title;
 3. query alignment: every query rubric's surface occurs in the query, and every explicit attribute
@@ -19,7 +19,7 @@ Checks, in order (reason codes in REJECTION_REASONS):
    asked through the ask_user rule on a fresh user, reveal that slot;
 9. the target satisfies every rubric under the shared judge rules (`ecab.judge.rules.check_rubric`);
 10. uniqueness: at most `max_matches` catalog products satisfy every rubric;
-11. hidden intent matters (issue 15, with a `Gate`): the validity audit (ecab/construct/validity.py, review
+11. hidden intent matters (issue 15, with a `Gate`): the validity audit (ecab/construct/load_bearing.py, review
     opinions included) over the target's main category finds every persona and clarification rubric
     load-bearing (at least `Gate.hidden_load_bearing` of them), at least `Gate.query_load_bearing` of the
     query rubrics load-bearing, and at least `Gate.query_matches` products satisfying the query's rubrics.
@@ -38,52 +38,17 @@ from typing import Any, Iterable
 from ecab.catalog.base import CatalogReader
 from ecab.construct.category_products import FULL_SCAN_LIMIT, category_products, products_by_category
 from ecab.construct.draft import Draft
-from ecab.construct.validity import audit_products, construction_memo
+from ecab.construct.load_bearing import audit_products, construction_memo
 from ecab.construct.verbalize.clarification import MAX_KEYWORDS, MIN_KEYWORDS
 from ecab.construct.verbalize.persona import expected_requirement_keys, product_requirements
 from ecab.construct.verbalize.phrases import dimension, numeric_values
 from ecab.construct.verbalize.text import bare_field, mentions
+from ecab.core.rubric_checks import EntityMatcher
+from ecab.core.text import contains_phrase, normalize, options
 from ecab.env.user import ScriptedUser
 from ecab.fields import IMPLICIT_ELIGIBLE_FIELDS, SAFE_NOISE_FIELDS
-from ecab.core.text import contains_phrase, normalize, options
-from ecab.core.rubric_checks import EntityMatcher
 from ecab.judge.rules import check_rubric
 from ecab.schema import ClarificationScript, Product, Rubric
-
-# ---------------------------------------------------------------------------------------------------------
-# Rejection reasons, grouped like the paper's Table 12 (broken / ungradable, leakage, semantically invalid)
-# ---------------------------------------------------------------------------------------------------------
-
-REJECTION_GROUPS: dict[str, list[str]] = {
-    "broken output": ["rubric_changed", "entity_invalid", "query_missing_surface"],
-    "ungradable hidden source": ["implicit_selection_invalid", "persona_mismatch", "clarification_incomplete",
-                                 "unreachable_slot"],
-    "leakage": ["leak_hidden_value", "leak_implicit_value", "persona_noise"],
-    "semantically invalid": ["target_fails_rubric"],
-    "not unique": ["not_unique"],
-    "hidden intent does not matter": ["hidden_not_load_bearing", "query_not_load_bearing", "query_too_narrow"],
-}
-REJECTION_REASONS: dict[str, str] = {
-    "rubric_changed": "verbalization changed a locked rubric (id, type, field, expected value or source)",
-    "entity_invalid": "no single entity_match rubric grounded in the target's title",
-    "query_missing_surface": "a query rubric is not stated in the query",
-    "implicit_selection_invalid": "an implicit rubric is not an implicit-eligible query attribute",
-    "persona_mismatch": "product_requirements do not match the persona rubrics",
-    "clarification_incomplete": "a clarification rubric lacks a slot, keywords or an answer with its value",
-    "unreachable_slot": "a natural question about a slot's dimension does not reveal that slot",
-    "leak_hidden_value": "a persona or clarification value appears in the query",
-    "leak_implicit_value": "an implicit rubric's literal value appears in the query",
-    "persona_noise": "persona noise outside the safe-field whitelist",
-    "target_fails_rubric": "the target product does not satisfy every rubric",
-    "not_unique": "more catalog products than construct.max_matches satisfy every rubric",
-    "hidden_not_load_bearing": "a persona or clarification rubric is not load-bearing (no other product "
-                               "satisfies every other rubric and fails it; construct.min_hidden_load_bearing)",
-    "query_not_load_bearing": "too few query rubrics are load-bearing (construct.min_query_load_bearing)",
-    "query_too_narrow": "fewer products than construct.min_query_matches satisfy the query's rubrics",
-}
-REASON_GROUP: dict[str, str] = {code: group for group, codes in REJECTION_GROUPS.items() for code in codes}
-assert set(REASON_GROUP) == set(REJECTION_REASONS)
-
 
 # ---------------------------------------------------------------------------------------------------------
 # The rubric lock (PAPER App. D.1)
@@ -484,14 +449,3 @@ def validate_draft(draft: Draft, catalog: CatalogReader | None, *, max_matches: 
                                         f"(max {max_matches})"))
     draft.validation_issues = [text for _, text in found]
     draft.rejection = found[0][0] if found else None
-
-
-def rejection_table(drafts: Iterable[Draft]) -> list[dict[str, Any]]:
-    """Counts per rejection reason, Table-12 style: [{group, reason, label, count}] in REJECTION_REASONS
-    order, only reasons that occurred."""
-    counts: dict[str, int] = {}
-    for d in drafts:
-        if d.rejection:
-            counts[d.rejection] = counts.get(d.rejection, 0) + 1
-    return [{"group": REASON_GROUP[code], "reason": code, "label": REJECTION_REASONS[code], "count": counts[code]}
-            for code in REJECTION_REASONS if code in counts]

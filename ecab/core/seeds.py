@@ -33,7 +33,7 @@ def construction_seed(*parts: Any) -> int:
 
 
 def task_rng(seed: int, intent: str, index: int, attempt: int) -> random.Random:
-    """What attempt `attempt` at candidate `index` of `intent` draws from (construct/pipeline.py)."""
+    """What attempt `attempt` at candidate `index` of `intent` draws from (construct/candidate.py)."""
     return random.Random(construction_seed("task", seed, intent, index, attempt))
 
 
