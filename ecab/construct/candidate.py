@@ -28,14 +28,17 @@ from ecab.construct.validate import rubric_lock, validate_draft
 from ecab.construct.vouchers import VoucherError, make_voucher
 from ecab.core.seeds import task_rng
 
-REVIEWS_PER_PRODUCT = 20
+REVIEWS_PER_PRODUCT = 20    # reviews read for a review_driven candidate's opinions
 
 
 def task_id(intent: str, index: int) -> str:
+    """Stable ids: the candidate's 1-based position in its intent's pool (rejected candidates keep theirs)."""
     return f"ecab_{intent}_{index + 1:04d}"
 
 
 class Skip(Exception):
+    """This attempt cannot make a task from the candidate; `reason` is a reasons.SKIP_REASONS code."""
+
     def __init__(self, reason: str, detail: str = ""):
         super().__init__(f"{reason}: {detail}" if detail else reason)
         self.reason, self.detail = reason, detail
@@ -108,10 +111,8 @@ def choose_verbalizer(settings: Settings) -> Callable[[Draft, random.Random], No
 
 
 @dataclass
-@dataclass
 class CandidateContext:
     """What building a candidate needs, in the parent or in a worker process (workers.py)."""
-
 
     catalog: CatalogReader | None
     knowledge: CatalogKnowledge | None
