@@ -14,7 +14,7 @@ the normalized opinion as a phrase (score 1.0); it is part of the same checker, 
 method "embedding" and say "lexical match" in their reasoning.
 
 The threshold is `REVIEW_MATCH_THRESHOLD`, chosen with `calibrate_threshold` on hand-written paraphrase
-pairs (tests/test_judge_rules.py: the pairs and the measured statistics). `ReviewChecker.describe()`
+pairs (tests/judge/test_judge_rules.py: the pairs and the measured statistics). `ReviewChecker.describe()`
 records the threshold and, when the checker was calibrated, its calibration statistics, for the run
 manifest.
 
@@ -36,7 +36,7 @@ from ecab.core.text import contains_phrase, normalize
 from ecab.schema import Review
 
 # Calibrated with calibrate_threshold on the 24 positive / 24 negative (opinion, review sentences) pairs of
-# tests/test_judge_rules.py, each scored against 16 extra sentences of generic review chatter, with
+# tests/judge/test_judge_rules.py, each scored against 16 extra sentences of generic review chatter, with
 # all-MiniLM-L6-v2: best balanced accuracy 0.875 (TPR 0.875, TNR 0.875) at 0.4327; positives' max cosine
 # ranges 0.30-0.74 (mean 0.55), negatives' 0.15-0.52 (mean 0.30). The test re-runs the calibration and
 # checks this constant still reaches the best balanced accuracy. The embedding check leans to recall: a

@@ -10,7 +10,7 @@ import pytest
 from ecab.config import ConfigError
 from ecab.llm import ChatClient, ModelSettings, resolve_api_key
 
-ECAB = Path(__file__).resolve().parents[1] / "ecab"
+ECAB = Path(__file__).resolve().parents[2] / "ecab"
 STAGES = ("ecab.agents", "ecab.judge", "ecab.construct", "ecab.env", "ecab.runner", "ecab.reduce", "ecab.catalog",
           "ecab.bench", "ecab.run")
 

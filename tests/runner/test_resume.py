@@ -16,7 +16,7 @@ from ecab.run import main_job
 from ecab.runs import RunFolder
 from ecab.schema import Trajectory
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 N_TASKS = 6
 BASE = ["model=heuristic", "catalog=targets", "benchmark=file", "catalog.products=150",
         f"benchmark.limit={N_TASKS}", "budget=30", "run.progress=false"]

@@ -28,7 +28,7 @@ from ecab.llm.retry import retry_after_seconds, retrying
 from ecab.schema import read_tasks
 from ecab.sim import SimServer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FAKE_KEY = "sk-ecab-test-DO-NOT-LEAK-7f3a9c"
 
 

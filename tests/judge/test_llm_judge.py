@@ -23,7 +23,7 @@ from ecab.judge.sim_policy import is_judge_request, judge_reply
 from ecab.llm.cache import ReplyCache
 from ecab.schema import Product, Review, Rubric, Task, Trajectory
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 MODEL_ID = "sim-judge"
 
 

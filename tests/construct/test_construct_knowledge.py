@@ -18,7 +18,7 @@ from ecab.construct.draft import Feature
 from ecab.construct.extract import build_value_pools, choose_excluded_values
 from ecab.construct.rubrics import choose_entity
 
-CONSTRUCT = Path(__file__).resolve().parents[1] / "ecab" / "construct"
+CONSTRUCT = Path(__file__).resolve().parents[2] / "ecab" / "construct"
 GENERATOR = "ecab.catalog.synthetic"
 
 

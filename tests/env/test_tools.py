@@ -13,7 +13,7 @@ from ecab.catalog.base import CatalogReader, SearchHit, SearchPage
 from ecab.env import tools
 from ecab.env.tools import TOOL_ORDER, ToolBox, tool_schemas
 
-HARNESS_DOC = Path(__file__).resolve().parents[1] / "docs" / "original-harness.md"
+HARNESS_DOC = Path(__file__).resolve().parents[2] / "docs" / "original-harness.md"
 
 
 class FakeCatalog:

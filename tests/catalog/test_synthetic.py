@@ -22,7 +22,7 @@ from ecab.fields import (DETAIL_FIELDS, FIELD_NAME_ALIASES, IMPLICIT_ELIGIBLE_FI
                          lookup_detail)
 from ecab.schema import Product, Review
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 N_CATALOG = 1500
 
 

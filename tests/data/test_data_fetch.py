@@ -25,7 +25,7 @@ import pytest
 from ecab.data import __main__ as cli
 from ecab.data import amazon_reviews, download, released
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 AMAZON_FIXTURES = ROOT / "tests" / "fixtures" / "amazon"
 HUB_COMMIT = "0123456789abcdef0123456789abcdef01234567"
 

@@ -17,7 +17,7 @@ from ecab.env.tools import tool_schemas
 from ecab.llm.retry import retry_after_seconds
 from ecab.sim import SimConfig, SimServer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 QUERY = "I need a braided USB-C charger cable under $20 with at least 4 stars."
 SYSTEM = {"role": "system", "content": "You are a personal shopping assistant."}
 # Canned tool results, enough for the heuristic plan to reach its recommendation.

@@ -28,7 +28,7 @@ from ecab.reduce.report import render_markdown
 from ecab.schema import (ClarificationScript, ClarificationSlot, FormatError, Judgement, Product, Rubric, Step,
                          Task, Trajectory, Verdict, Voucher, write_jsonl)
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NO_PRODUCT = "No valid product recommended"
 BUDGET_REASON = "final price 55.00 exceeds budget 50.00"
 

@@ -15,8 +15,8 @@ import pytest
 from ecab.catalog.amazon import iter_amazon, iter_product_db, iter_targets, picked_positions, resolve_inputs
 from ecab.schema import FormatError, read_tasks
 
-REPO = Path(__file__).resolve().parents[1]
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "amazon"
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "amazon"
 META = FIXTURES / "meta_All_Beauty.jsonl"
 REVIEWS = FIXTURES / "All_Beauty.jsonl"
 CAPPED = "B0FIXLOT01"  # the fixture product with 25 reviews

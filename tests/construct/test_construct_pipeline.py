@@ -24,7 +24,7 @@ from ecab.fields import INTENTS
 from ecab.judge.rules import check_rubric
 from ecab.schema import Task, read_tasks
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 N = 2
 
 
