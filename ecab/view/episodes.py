@@ -1,0 +1,89 @@
+"""A run's episodes as the report shows them: one small row each for the episode list (sorted and filtered in
+the browser), and one detail record each for the episode page (timeline, verdicts, products).
+
+Outcomes come from reduce's join (`ecab.reduce.metrics.join_episodes`), so an episode the list calls
+correct is one the summary counts as correct, and a runtime error is one the summary leaves out.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ecab.reduce.metrics import Episode, episode_model, episode_usage, join_episodes
+from ecab.schema import Judgement, Task, Trajectory
+from ecab.view.timeline import build_timeline, where_learned
+
+# The episode list's columns, in the order each row stores them (the page reads this header).
+ROW_COLUMNS = ("task", "trial", "model", "intent", "category", "outcome", "exact", "termination", "calls", "asks",
+               "profile_reads", "failed", "rubrics", "failed_sources", "failed_types", "tokens", "cost", "wall_s",
+               "recommended")
+OUTCOMES = ("correct", "wrong", "unscored", "runtime_error")
+
+
+def outcome_label(e: Episode) -> str:
+    if e.outcome.excluded:
+        return "runtime_error"
+    return {True: "correct", False: "wrong", None: "unscored"}[e.outcome.correct]
+
+
+def episode_row(e: Episode) -> list[Any]:
+    failed = [r for r in e.rubrics if r.satisfied is False]
+    usage = episode_usage(e.traj)
+    tokens = int(usage["input_tokens"] + usage["output_tokens"])
+    return [e.task.id, int(e.traj.unit.get("trial", 0) or 0), episode_model(e), e.task.intent_category,
+            e.task.target_product.main_category or "(none)", outcome_label(e), bool(e.exact), e.traj.termination,
+            e.traj.total_tool_calls, e.traj.ask_user_calls, e.traj.get_profile_calls, len(failed), len(e.rubrics),
+            sorted({r.source for r in failed}), sorted({r.type for r in failed}), tokens,
+            round(usage["cost_usd"], 6), round(e.traj.wall_s, 3), e.traj.recommended_id]
+
+
+def _verdicts(e: Episode, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each rubric of the task with its verdict (None when the episode was not judged) and where its
+    requirement could have been learned."""
+    verdicts = {v.rubric_id: v for v in (e.judgement.verdicts if e.judgement is not None else [])}
+    out = []
+    for rubric in e.task.rubrics:
+        v = verdicts.get(rubric.id)
+        row: dict[str, Any] = {"id": rubric.id, "source": rubric.info_source, "type": rubric.type,
+                               "field": rubric.field, "expected": rubric.expected_value,
+                               "description": rubric.description,
+                               "learn": where_learned(e.task, rubric.info_source, rubric.id, steps)}
+        if v is not None:
+            row.update({"satisfied": v.satisfied, "method": v.method, "evidence": v.evidence,
+                        "reasoning": v.reasoning, "score": v.score})
+        out.append({k: val for k, val in row.items() if val not in (None, "") or k in ("satisfied", "expected")})
+    return out
+
+
+def _judgement_view(judgement: Judgement | None) -> dict[str, Any] | None:
+    if judgement is None:
+        return None
+    return {"judge": judgement.judge, "exact": judgement.exact_product_match,
+            "all_satisfied": judgement.all_satisfied, "correct": judgement.correct,
+            "runtime_error": judgement.runtime_error, "error": judgement.error_message}
+
+
+def episode_detail(e: Episode, system_prompts: dict[str, int]) -> dict[str, Any]:
+    """The episode page's data. The system prompt (one text for a whole run, usually) is stored once per
+    run: `system_prompts` maps each distinct text to its number."""
+    timeline = build_timeline(e.traj, e.task)
+    system = timeline.pop("system")
+    traj = e.traj
+    return {
+        "unit": traj.unit,
+        "system": system_prompts.setdefault(system, len(system_prompts)) if system is not None else None,
+        **{k: v for k, v in timeline.items() if v},
+        "recommended": traj.recommended_id,
+        "predicted": traj.predicted_product_id,
+        "reasoning": traj.reasoning,
+        "error": traj.error,
+        "usage": traj.usage,
+        "attempts": traj.attempts,
+        "judgement": _judgement_view(e.judgement),
+        "verdicts": _verdicts(e, timeline["steps"]),
+    }
+
+
+def run_episodes(tasks: dict[str, Task], trajectories: Sequence[Trajectory],
+                 judgements: Sequence[Judgement]) -> list[Episode]:
+    """The run's episodes in unit order, joined as reduce joins them."""
+    return join_episodes(tasks, trajectories, judgements)
