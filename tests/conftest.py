@@ -197,3 +197,21 @@ def audit_catalog(tmp_path_factory, embedder):
 
     batches = list(iter_synthetic(60, 3, 60)) + [CatalogBatch(list(AUDIT_PRODUCTS), list(AUDIT_REVIEWS))]
     return _build(tmp_path_factory, "audit", batches, embedder, shards=1)
+
+
+# Two small finished runs on the same generated tasks, for the report's tests (tests/test_view*.py).
+VIEW_RUN_CONFIG = ["catalog.products=600", "benchmark.n_per_intent=1", "trials=2", "run.progress=false"]
+
+
+@pytest.fixture(scope="session")
+def view_runs(tmp_path_factory) -> dict[str, Path]:
+    """{"heuristic": run folder, "random": run folder}: 8 tasks x 2 trials each, run once per session by
+    `ecab.run` itself (catalog, benchmark, episodes, judge, reduce)."""
+    from ecab.config import load_config
+    from ecab.run import main_job
+
+    cache, runs = tmp_path_factory.mktemp("view-cache"), tmp_path_factory.mktemp("view-runs")
+    for model in ("heuristic", "random"):
+        main_job(load_config([*VIEW_RUN_CONFIG, f"model={model}", f"run.name={model}", f"cache_dir={cache}",
+                              f"run.dir={runs}"]))
+    return {model: runs / model for model in ("heuristic", "random")}

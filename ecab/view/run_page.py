@@ -172,6 +172,11 @@ def pass_k(s: dict[str, Any]) -> Table | None:
                   f"tasks with 2+ trials disagree)" if flips.get("tasks") else None)
 
 
+def failure_reasons(s: dict[str, Any]) -> Table:
+    reasons = s.get("top_failure_reasons") or {}
+    return _table("Top failure reasons", ["reason", "rubrics"], [[reason, n] for reason, n in reasons.items()])
+
+
 def tables(s: dict[str, Any]) -> list[Table]:
     """Every table of the run page, in reading order."""
     out = [by_source(s), by_rubric_type(s), by_intent(s),
@@ -179,7 +184,8 @@ def tables(s: dict[str, Any]) -> list[Table]:
            _groups("Accuracy by implicit query requirements (Table 7)", s.get("by_implicit_count") or {},
                    label="implicit"),
            _groups("Accuracy by voucher kind", s.get("by_voucher_kind") or {}, label="voucher"),
-           call_budget(s), terminations(s), tokens_and_cost(s), interaction(s), latency(s), pass_k(s)]
+           call_budget(s), terminations(s), tokens_and_cost(s), interaction(s), latency(s), pass_k(s),
+           failure_reasons(s)]
     return [t for t in out if t is not None and t["rows"]]
 
 

@@ -2,8 +2,9 @@
 
 The data goes into inert `<script type="application/x-ecab">` elements the page decodes itself:
 - `ecab-main`: every run's page data and episode rows, plus the compare data; decoded at load.
-- one element per chunk of about CHUNK_BYTES of episode details per run; decoded when an episode of that
-  chunk is opened, so a 10k-episode run opens as fast as its list renders.
+- one element per chunk of about CHUNK_BYTES of episode details per run, its repeated long strings stored
+  once (shared_strings); decoded when an episode of that chunk is opened, so a 10k-episode run opens as
+  fast as its list renders.
 Each is gzip then base64 (the browser's DecompressionStream inflates it) or, with compress=False, the JSON
 itself; docs/decisions.md#report-size has the measured sizes and load times of both.
 """
@@ -13,13 +14,16 @@ import base64
 import gzip
 import html
 import time
+from collections import Counter
 from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from ecab.view.payload import LoadedRun, embedded_plots, load_run, to_json
 
-CHUNK_BYTES = 512 * 1024      # raw JSON per detail chunk: a few ms to inflate and parse in the browser
+CHUNK_BYTES = 1024 * 1024     # JSON per detail chunk (before sharing strings): ms to inflate and parse
+SHARED_MIN = 128              # strings at least this long are stored once per chunk (shared_strings)
+SHARED_KEY = "\u0001"         # the key of a reference to a shared string: {"\u0001": n}
 REPORT_NAME = "report.html"
 FORMAT = 1
 
@@ -36,18 +40,51 @@ def encode(text: str, compress: bool) -> tuple[str, str]:
     return "gzip64", base64.b64encode(packed).decode("ascii")
 
 
-def chunks(details: Sequence[dict[str, Any]], limit: int = CHUNK_BYTES) -> Iterable[tuple[int, list[str]]]:
-    """(first episode index, [detail JSON, ...]) groups of consecutive episodes of about `limit` bytes."""
+def chunks(details: Sequence[dict[str, Any]], limit: int = CHUNK_BYTES) -> Iterable[tuple[int, list[dict]]]:
+    """(first episode index, [detail, ...]) groups of consecutive episodes of about `limit` bytes of JSON."""
     start, group, size = 0, [], 0
     for index, detail in enumerate(details):
-        text = to_json(detail)
-        if group and size + len(text) > limit:
+        length = len(to_json(detail))
+        if group and size + length > limit:
             yield start, group
             start, group, size = index, [], 0
-        group.append(text)
-        size += len(text)
+        group.append(detail)
+        size += length
     if group:
         yield start, group
+
+
+def _long_strings(value: Any, counts: Counter) -> None:
+    if isinstance(value, str):
+        if len(value) >= SHARED_MIN:
+            counts[value] += 1
+    elif isinstance(value, list):
+        for item in value:
+            _long_strings(item, counts)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _long_strings(item, counts)
+
+
+def _refer(value: Any, index: dict[str, int]) -> Any:
+    if isinstance(value, str):
+        return {SHARED_KEY: index[value]} if value in index else value
+    if isinstance(value, list):
+        return [_refer(item, index) for item in value]
+    if isinstance(value, dict):
+        return {k: _refer(item, index) for k, item in value.items()}
+    return value
+
+
+def shared_strings(items: list[dict[str, Any]]) -> dict[str, Any]:
+    """{"strings", "items"}: each long string that occurs more than once in the chunk is stored once and
+    referred to as {SHARED_KEY: its number}. Trials of one task repeat whole tool results (the profile, the
+    same product pages, the same searches) further apart than gzip's 32 KB window reaches."""
+    counts: Counter = Counter()
+    _long_strings(items, counts)
+    strings = [text for text, n in counts.items() if n > 1]
+    index = {text: k for k, text in enumerate(strings)}
+    return {"strings": strings, "items": _refer(items, index) if index else items}
 
 
 def _element(element_id: str | None, encoding: str, body: str, **attrs: Any) -> str:
@@ -71,7 +108,7 @@ def render(runs: Sequence[LoadedRun], *, compress: bool = True, title: str | Non
     for r, run in enumerate(runs):
         spans = []
         for c, (start, group) in enumerate(chunks(run.details)):
-            encoding, body = encode("[" + ",".join(group) + "]", compress)
+            encoding, body = encode(to_json(shared_strings(group)), compress)
             blobs.append(_element(None, encoding, body, run=r, chunk=c))
             spans.append([start, start + len(group)])
         main_runs.append({**run.main, "chunks": spans})

@@ -89,6 +89,19 @@
     const stream = new Blob([bytesOf(text)]).stream().pipeThrough(new DecompressionStream("gzip"));
     return JSON.parse(await new Response(stream).text());
   }
+  // A chunk stores each repeated long string once; {"\u0001": n} refers to strings[n] (writer.shared_strings).
+  function unshare(chunk) {
+    const strings = chunk.strings;
+    const walk = (v) => {
+      if (Array.isArray(v)) { for (let k = 0; k < v.length; k++) v[k] = walk(v[k]); return v; }
+      if (v && typeof v === "object") {
+        if (Object.prototype.hasOwnProperty.call(v, "\u0001") && Object.keys(v).length === 1) return strings[v["\u0001"]];
+        for (const key of Object.keys(v)) v[key] = walk(v[key]);
+      }
+      return v;
+    };
+    return strings.length ? walk(chunk.items) : chunk.items;
+  }
   // The details of episode i of run r: decoded once per chunk, on first use.
   function detail(r, i) {
     const spans = state.runs[r].chunks;
@@ -97,7 +110,7 @@
     const key = r + ":" + c;
     if (!state.chunks.has(key)) {
       const node = document.querySelector(`script[data-run="${r}"][data-chunk="${c}"]`);
-      state.chunks.set(key, decode(node));
+      state.chunks.set(key, decode(node).then(unshare));
     }
     return state.chunks.get(key).then((items) => items[i - spans[c][0]]);
   }
@@ -327,8 +340,10 @@
     if (step.tool_s !== undefined) meta.push(`tool ${fmtNum(step.tool_s, 3)} s`);
     if (step.tokens) meta.push(`tokens ${step.tokens[0]}/${step.tokens[1]}` + (step.tokens[2] ? `/${step.tokens[2]}` : ""));
     if (step.retries) meta.push(`retries ${step.retries}`);
-    const args = step.arguments === undefined ? null
-      : h("pre", { class: "args" }, typeof step.arguments === "string" ? step.arguments : JSON.stringify(step.arguments, null, 2));
+    const args = step.arguments === undefined ? null : h("div", {}, h("div", { class: "lbl" }, "arguments"),
+      h("pre", { class: "args" }, typeof step.arguments === "string" ? step.arguments : JSON.stringify(step.arguments, null, 2)));
+    const result = step.result === undefined ? null
+      : h("div", {}, h("div", { class: "lbl" }, "result"), collapsible(step.result, LONG_RESULT, "result"));
     return h("li", { class: "step" + (step.is_error ? " error" : "") + (marks.length ? " marked" : ""), "data-call": step.call },
       h("div", { class: "head" },
         h("span", { class: "num" }, step.call ? `#${step.call}` : `turn ${step.turn}`),
@@ -336,7 +351,7 @@
         marks, h("span", { class: "meta" }, meta.join(" · "))),
       step.message ? longText(step.message, "msg") : null,
       args,
-      step.result !== undefined ? collapsible(step.result, LONG_RESULT, "result") : null,
+      result,
       step.error ? h("div", { class: "err" }, "error: " + step.error) : null,
       (step.extra_calls || []).map((c) => h("div", { class: "note" }, `not executed (one call per turn): ${c.tool} ${esc(c.arguments)}`)),
       (step.notes || []).map((n) => h("div", { class: "note" }, "harness: " + n)),
@@ -407,6 +422,9 @@
     app.appendChild(h("div", { id: "verdicts" }, table(["rubric", "source", "type", "field", "expected", "verdict", "method", "evidence", "where to learn it"],
       (d.verdicts || []).map((v) => [v.id, v.source, v.type, v.field || "", JSON.stringify(v.expected), verdictBadge(v.satisfied),
         v.method || "", [v.evidence, v.reasoning].filter(Boolean).join(" — "), learnText(v.learn, v.satisfied)]))));
+    document.querySelectorAll("#verdicts tbody tr").forEach((tr, n) => {
+      if ((d.verdicts[n] || {}).satisfied === false) tr.className = "failed-rubric";
+    });
     const failedFields = new Set((d.verdicts || []).filter((v) => v.satisfied === false).map((v) => v.field));
     app.appendChild(h("h2", {}, "Target and recommended product"));
     const rec = d.recommended_product;
