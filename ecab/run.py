@@ -23,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf  # noqa: E402
 from ecab.env.agent_protocol import EndpointRefused  # noqa: E402
 from ecab.config import ConfigError, die, preflight, require, validate_numbers  # noqa: E402
 from ecab.schema import DEFAULT_MAX_LINE_BYTES, FormatError, Task, read_tasks  # noqa: E402
+from ecab.view import report_after_run  # noqa: E402
 
 SECRET_MARKERS = ("api_key", "secret", "token", "password")
 
@@ -375,6 +376,7 @@ def main(cfg: DictConfig) -> None:
               f"in infra_error (first: {summary['first_infra_error']}); re-run the same command to retry them",
               file=sys.stderr)
         _exit_code = max(_exit_code, EXIT_INFRA_ERRORS)
+    report_after_run(Path(cfg.run.dir) / run_name(cfg))   # the report.html of the run; prints its path
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ run's trajectories, verdicts, manifest, tasks, config and summary goes through `
     verdicts.jsonl                      the judge chosen last (what reduce reads)
     verdicts.<judge>.jsonl              one per judge that ever judged the run, kept side by side
     summary.json, summary.md, plots/    the summary (ecab.reduce)
+    report.html                         the self-contained report (ecab.view)
 
 A finished episode is appended to its writer's part file at once, so a crash loses at most the episodes in
 flight; reading tolerates a torn last line (records.read_part). When a unit appears twice the last complete
@@ -35,6 +36,7 @@ TRAJECTORY_DIR = "trajectories"
 PART_GLOB = "part-*.jsonl"
 VERDICTS = "verdicts.jsonl"
 SUMMARY_JSON, SUMMARY_MD, PLOTS = "summary.json", "summary.md", "plots"
+REPORT = "report.html"
 JUDGE_FILE = re.compile(r"^verdicts\.([A-Za-z0-9_\-]+)\.jsonl$")
 
 
@@ -49,6 +51,7 @@ class RunFolder:
         self.summary_path = self.path / SUMMARY_JSON
         self.summary_md_path = self.path / SUMMARY_MD
         self.plots_dir = self.path / PLOTS
+        self.report_path = self.path / REPORT
         self._append_lock = threading.Lock()
         self.lock = None   # the folder's RunLock while a run holds it (ecab.run.prepare_folder)
 

@@ -19,12 +19,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from ecab.runs import RunFolder
+from ecab.runs.folder import REPORT
 from ecab.view.payload import LoadedRun, embedded_plots, load_run, to_json
 
 CHUNK_BYTES = 1024 * 1024     # JSON per detail chunk (before sharing strings): ms to inflate and parse
 SHARED_MIN = 128              # strings at least this long are stored once per chunk (shared_strings)
 SHARED_KEY = "\u0001"         # the key of a reference to a shared string: {"\u0001": n}
-REPORT_NAME = "report.html"
 FORMAT = 1
 
 
@@ -97,8 +98,8 @@ def default_output(run_dirs: Sequence[Path]) -> Path:
     """One run: <run>/report.html. Several: compare/report.html beside the first run (where
     `python -m ecab.reduce compare` writes its tables by default)."""
     if len(run_dirs) == 1:
-        return run_dirs[0] / REPORT_NAME
-    return run_dirs[0].parent / "compare" / REPORT_NAME
+        return RunFolder(run_dirs[0]).report_path
+    return run_dirs[0].parent / "compare" / REPORT
 
 
 def render(runs: Sequence[LoadedRun], *, compress: bool = True, title: str | None = None) -> str:

@@ -140,6 +140,7 @@
     if (state.data.compare) bar.appendChild(link("#/compare", "Compare", current.page === "compare"));
   }
   async function show() {
+    const started = performance.now();
     const current = route();
     nav(current);
     const app = document.getElementById("app");
@@ -149,6 +150,8 @@
     else if (current.page === "episode") await renderEpisode(app, current.r, current.i);
     else renderCompare(app, current.pair);
     document.body.dataset.page = current.page;
+    window.scrollTo(0, 0);
+    window.ecabTiming.lastPage = { page: current.page, ms: performance.now() - started };
   }
 
   // ---------------------------------------------------------------------------------------- run page
