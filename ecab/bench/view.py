@@ -9,6 +9,7 @@ JSON), and opens each in headless Chromium (bench/browser.py) `--repeat` times f
 - episode: ms to open an episode in the middle (its chunk inflated and parsed, the page drawn), and (next)
   the one after it, whose chunk is already decoded;
 - the JS heap after those.
+--copies N repeats a single run's episodes N times (a 10,000-episode report from a 2,000-episode run).
 With --screenshots DIR it saves report-run.png, report-episode.png (its top), report-episode-verdicts.png
 (its rubrics and products) and (2+ runs) report-compare.png there.
 """
@@ -46,14 +47,17 @@ def open_times(driver, path: Path, episodes: int) -> dict[str, float]:
 
 
 def interesting_episode(run: LoadedRun) -> int:
-    """A wrong episode with a profile read and a clarification reveal (else the first wrong, else 0)."""
+    """The episode a screenshot should show: a wrong one that failed a clarification rubric whose slot was
+    never revealed, with a profile read and a reveal (else the best match of those, else the first)."""
+    def score(i: int) -> int:
+        steps, verdicts = run.details[i]["steps"], run.details[i]["verdicts"]
+        missed = any(v.get("satisfied") is False and v["learn"].get("where") == "clarification"
+                     and v["learn"].get("call") is None for v in verdicts)
+        read = any(s.get("tool") == "get_user_profile" for s in steps)
+        return 4 * missed + 2 * read + any("reveal" in s for s in steps)
     rows = [dict(zip(run.main["columns"], r)) for r in run.main["rows"]]
     wrong = [i for i, r in enumerate(rows) if r["outcome"] == "wrong"]
-    for i in wrong:
-        steps = run.details[i]["steps"]
-        if any(s.get("tool") == "get_user_profile" for s in steps) and any("reveal" in s for s in steps):
-            return i
-    return wrong[0] if wrong else 0
+    return max(wrong, key=score) if wrong else 0
 
 
 def screenshots(driver, path: Path, runs: list[LoadedRun], out: Path) -> list[Path]:
@@ -84,9 +88,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("run_dirs", type=Path, nargs="+")
     parser.add_argument("--repeat", type=int, default=3, help="loads per encoding (median printed)")
     parser.add_argument("--screenshots", type=Path, help="save the report's pages as PNGs in this folder")
+    parser.add_argument("--copies", type=int, default=1,
+                        help="repeat the (single) run's episodes this many times: a bigger run without running it")
     args = parser.parse_args(argv)
+    if args.copies > 1 and len(args.run_dirs) > 1:
+        parser.error("--copies takes one run")
     started = time.perf_counter()
     runs = [load_run(d) for d in args.run_dirs]
+    if args.copies > 1:
+        runs[0].main["rows"] = runs[0].main["rows"] * args.copies
+        runs[0].details = runs[0].details * args.copies
     episodes = len(runs[0].details)
     print(f"read {len(runs)} run(s), {sum(len(r.details) for r in runs)} episodes, in "
           f"{time.perf_counter() - started:.1f} s")
