@@ -204,14 +204,20 @@ VIEW_RUN_CONFIG = ["catalog.products=600", "benchmark.n_per_intent=1", "trials=2
 
 
 @pytest.fixture(scope="session")
-def view_runs(tmp_path_factory) -> dict[str, Path]:
-    """{"heuristic": run folder, "random": run folder}: 8 tasks x 2 trials each, run once per session by
-    `ecab.run` itself (catalog, benchmark, episodes, judge, reduce)."""
+def view_runs(tmp_path_factory) -> dict[str, Path | str]:
+    """{"heuristic": run folder, "random": run folder, "heuristic_log": what the command printed}: 8 tasks x
+    2 trials each, run once per session. The heuristic run goes through the command line (`python -m
+    ecab.run`, as `make run` does, so its last line names the report), the random one through `main_job`."""
+    import subprocess
+    import sys
+
     from ecab.config import load_config
     from ecab.run import main_job
 
     cache, runs = tmp_path_factory.mktemp("view-cache"), tmp_path_factory.mktemp("view-runs")
-    for model in ("heuristic", "random"):
-        main_job(load_config([*VIEW_RUN_CONFIG, f"model={model}", f"run.name={model}", f"cache_dir={cache}",
-                              f"run.dir={runs}"]))
-    return {model: runs / model for model in ("heuristic", "random")}
+    common = [*VIEW_RUN_CONFIG, f"cache_dir={cache}", f"run.dir={runs}"]
+    cli = subprocess.run([sys.executable, "-m", "ecab.run", *common, "model=heuristic", "run.name=heuristic"],
+                         cwd=REPO_ROOT, capture_output=True, text=True, timeout=1200)
+    assert cli.returncode == 0, cli.stderr[-3000:]
+    main_job(load_config([*common, "model=random", "run.name=random"]))
+    return {"heuristic": runs / "heuristic", "random": runs / "random", "heuristic_log": cli.stdout}

@@ -229,6 +229,14 @@ def test_cli_writes_the_report_and_server_serves_it(view_runs, tmp_path, capsys)
     assert "error:" in capsys.readouterr().err
 
 
+def test_the_run_command_ends_with_the_report_path(view_runs):
+    """`python -m ecab.run` (what `make run` runs) writes the report and names it on its last line."""
+    report = view_runs["heuristic"] / "report.html"
+    assert view_runs["heuristic_log"].strip().splitlines()[-1] == f"report: {report}"
+    main, _ = embedded(report.read_text(encoding="utf-8"))
+    assert [r["name"] for r in main["runs"]] == ["heuristic"] and main["compare"] is None
+
+
 def test_default_paths_and_the_line_after_a_run(view_runs, capsys):
     path = report_after_run(view_runs["heuristic"])
     assert path == view_runs["heuristic"] / "report.html" and path.is_file()
