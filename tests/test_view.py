@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from ecab.reduce.metrics import join_episodes
+from ecab.reduce.episodes import join_episodes
 from ecab.runs import RunFolder
 from ecab.schema import Step, Task, Trajectory
 from ecab.view import report_after_run

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ecab.reduce.compare import TABLES, row_labels
-from ecab.reduce.metrics import Episode, RubricResult
+from ecab.reduce.episodes import Episode, RubricResult, scored_episodes
 from ecab.reduce.variance import bootstrap_ratio_ci
 from ecab.schema import INFO_SOURCES
 
@@ -24,7 +24,8 @@ Pair = tuple[int, int]   # (baseline episode index, other episode index) in each
 
 
 def _scored(e: Episode) -> bool:
-    return e.evaluated and e.outcome.correct is not None
+    """reduce's rule: evaluated, and its correctness decided."""
+    return bool(scored_episodes([e]))
 
 
 def _by_unit(episodes: Sequence[Episode]) -> dict[tuple[str, int], int]:

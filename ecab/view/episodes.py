@@ -1,14 +1,15 @@
 """A run's episodes as the report shows them: one small row each for the episode list (sorted and filtered in
 the browser), and one detail record each for the episode page (timeline, verdicts, products).
 
-Outcomes come from reduce's join (`ecab.reduce.metrics.join_episodes`), so an episode the list calls
+Outcomes come from reduce's join (`ecab.reduce.episodes.join_episodes`), so an episode the list calls
 correct is one the summary counts as correct, and a runtime error is one the summary leaves out.
 """
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ecab.reduce.metrics import Episode, episode_model, episode_usage, join_episodes
+from ecab.reduce.episodes import Episode, join_episodes
+from ecab.reduce.usage import episode_model, episode_usage
 from ecab.schema import Judgement, Task, Trajectory
 from ecab.view.timeline import build_timeline, where_learned
 

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from ecab.reduce.compare import load_summary
-from ecab.reduce.metrics import Episode
+from ecab.reduce.episodes import Episode
 from ecab.runs import RunFolder
 from ecab.schema import Task
 from ecab.view import products, run_page
