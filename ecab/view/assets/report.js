@@ -5,7 +5,7 @@
   const ROW = 30;                       // px per episode-list row (the --row CSS variable)
   const LONG_TEXT = 600;                // characters shown of a message before "show all"
   const LONG_RESULT = 360;              // characters shown of a tool result before "show all"
-  const state = { data: null, runs: [], chunks: new Map(), lists: new Map() };
+  const state = { data: null, runs: [], chunks: new Map(), lists: new Map(), shown: 0 };
   window.ecabTiming = { start: performance.now() };
 
   // ---------------------------------------------------------------------------------------- helpers
@@ -141,14 +141,16 @@
   }
   async function show() {
     const started = performance.now();
+    const token = ++state.shown;          // a page still decoding when another is asked for must not draw
     const current = route();
     nav(current);
     const app = document.getElementById("app");
     app.textContent = "";
     if (current.page === "run") renderRun(app, current.r);
     else if (current.page === "list") renderList(app, current.r);
-    else if (current.page === "episode") await renderEpisode(app, current.r, current.i);
+    else if (current.page === "episode") await renderEpisode(app, current.r, current.i, () => token === state.shown);
     else renderCompare(app, current.pair);
+    if (token !== state.shown) return;
     document.body.dataset.page = current.page;
     window.scrollTo(0, 0);
     window.ecabTiming.lastPage = { page: current.page, ms: performance.now() - started };
@@ -378,7 +380,7 @@
       return h("tr", { class: cls || null }, h("td", { class: "k" }, k), h("td", { class: "v" }, a), h("td", { class: "v" }, b));
     });
   }
-  async function renderEpisode(app, r, i) {
+  async function renderEpisode(app, r, i, current) {
     const run = state.runs[r];
     const list = listOf(r);
     const row = list.rows[i];
@@ -392,6 +394,7 @@
     app.appendChild(h("h1", {}, `${row.task} · trial ${row.trial} · ${row.model} `, outcomeBadge(row.outcome), " ",
       badge(row.termination, row.termination === "recommended" ? "" : "unscored")));
     const d = await detail(r, i);
+    if (!current()) return;
     const verdicts = {};
     (d.verdicts || []).forEach((v) => { verdicts[v.id] = v; });
     const usage = d.usage || {};
