@@ -199,7 +199,7 @@ def audit_catalog(tmp_path_factory, embedder):
     return _build(tmp_path_factory, "audit", batches, embedder, shards=1)
 
 
-# Two small finished runs on the same generated tasks, for the report's tests (tests/test_view*.py).
+# Two small finished runs on the same generated tasks, for the report's tests (tests/view/).
 VIEW_RUN_CONFIG = ["catalog.products=600", "benchmark.n_per_intent=1", "trials=2", "run.progress=false"]
 
 

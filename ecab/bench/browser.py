@@ -1,6 +1,6 @@
 """Headless Chromium driven from Python: the system's `chromium` through its matching `chromedriver` (Debian's
 chromium and chromium-driver packages) and selenium, never a downloaded browser. Used by the report's
-benchmark (bench/view.py) and its browser tests (tests/test_view_browser.py)."""
+benchmark (bench/view.py) and its browser tests (tests/view/test_view_browser.py)."""
 from __future__ import annotations
 
 import shutil

@@ -1,6 +1,6 @@
 """The report's data and command (ecab/view/): what it embeds agrees with the run folder and the summary,
 the compare numbers are paired correctly, the file is self-contained, and the CLI and server work. The
-rendered page itself is tested in a real browser by tests/test_view_browser.py."""
+rendered page itself is tested in a real browser by tests/view/test_view_browser.py."""
 import base64
 import gzip
 import json
