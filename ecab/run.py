@@ -7,23 +7,23 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
 import time
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+import hydra
+from omegaconf import DictConfig, OmegaConf
 
-import hydra  # noqa: E402
-from omegaconf import DictConfig, OmegaConf  # noqa: E402
+from ecab.config import ConfigError, die, preflight, require, validate_numbers
+from ecab.core.process_env import configure_process_env
+from ecab.env.agent_protocol import EndpointRefused
+from ecab.schema import DEFAULT_MAX_LINE_BYTES, FormatError, Task, read_tasks
+from ecab.view import report_after_run
 
-from ecab.env.agent_protocol import EndpointRefused  # noqa: E402
-from ecab.config import ConfigError, die, preflight, require, validate_numbers  # noqa: E402
-from ecab.schema import DEFAULT_MAX_LINE_BYTES, FormatError, Task, read_tasks  # noqa: E402
-from ecab.view import report_after_run  # noqa: E402
+if TYPE_CHECKING:
+    from ecab.runner.protocol import RunnerStats
 
 SECRET_MARKERS = ("api_key", "secret", "token", "password")
 
@@ -217,12 +217,15 @@ def _prepare_locked(cfg: DictConfig, tasks: list[Task], catalog, folder) -> None
     folder.write_manifest(manifest)
 
 
-def run_episodes(cfg: DictConfig, tasks: list[Task], catalog, folder, *, catalog_pool=None, on_done=None) -> dict:
-    """Run the units not yet finished in the folder (resume; infra_error ones run again) on runner=local or
-    runner=ray; records the runner's counts (retried units, catalog actor restarts, limiter rates) in the
-    manifest under runner_stats and returns them."""
-    from ecab.env.episode import EpisodeSettings
+def run_episodes(cfg: DictConfig, tasks: list[Task], catalog, folder, *, catalog_pool=None,
+                 on_done=None) -> RunnerStats:
+    """Run the units not yet finished in the folder (resume; infra_error ones run again) on the configured
+    runner (`on_done(trajectory)` after each); records the runner's counts (retried units, catalog actor
+    restarts, limiter rates) in the manifest under runner_stats and returns them. `catalog_pool`: see
+    make_runner."""
     from ecab.core.unit import make_units
+    from ecab.env.episode import EpisodeSettings
+    from ecab.runner.factory import make_runner
 
     units = make_units([t.id for t in tasks], cfg.model.name, cfg.budget, cfg.seed, cfg.trials)
     done = {k for k, t in folder.latest_trajectories().items() if t.termination != "infra_error"}
@@ -237,18 +240,14 @@ def run_episodes(cfg: DictConfig, tasks: list[Task], catalog, folder, *, catalog
     by_id = {t.id: t for t in tasks}
     simulator, cfg = start_simulator(cfg)   # after the manifest: the simulator's port is not part of the config
     try:
-        if cfg.runner.name == "ray":
-            from ecab.runner.ray import run_config
-            stats = run_config(cfg, todo, by_id, catalog, folder, settings, pool=catalog_pool, on_done=on_done)
-        else:
-            from ecab.runner.local import run_config
-            stats = run_config(cfg, todo, by_id, catalog, folder, settings, on_done=on_done)
+        runner = make_runner(cfg, catalog_pool=catalog_pool)
+        stats = runner.run(todo, by_id, catalog, folder, settings, on_done=on_done)
     finally:
         if simulator is not None:
             simulator.stop()
-    stats["resumed_units"] = len(units) - len(todo)
+    stats.resumed_units = len(units) - len(todo)
     manifest = folder.read_manifest()
-    manifest["runner_stats"] = stats
+    manifest["runner_stats"] = stats.to_dict()
     folder.write_manifest(manifest)
     return stats
 
@@ -380,6 +379,7 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    configure_process_env()   # first: before anything imports Ray, Hugging Face or tokenizers
     try:
         preflight(sys.argv[1:])
     except ConfigError as exc:

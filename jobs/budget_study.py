@@ -13,6 +13,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ecab.runner.protocol import RunnerStats
 
 
 def parse_args(argv: list[str]) -> tuple[list[int], str | None, list[str]]:
@@ -32,12 +36,12 @@ def parse_args(argv: list[str]) -> tuple[list[int], str | None, list[str]]:
     return budgets, known.study, overrides
 
 
-def study_row(budget: int, summary: dict, stats: dict) -> dict:
+def study_row(budget: int, summary: dict, stats: RunnerStats) -> dict:
     return {"budget": budget, "accuracy": summary.get("overall_accuracy"),
             "rubric_satisfaction": summary.get("overall_rubric_satisfaction"),
             "avg_tool_calls": summary.get("avg_tool_calls"),
             "cap_reached_rate": (summary.get("budget") or {}).get("cap_reached_rate"),
-            "episodes": summary.get("total_samples"), "retried_units": stats.get("retried_units", 0)}
+            "episodes": summary.get("total_samples"), "retried_units": stats.retried_units}
 
 
 def write_study(folder: Path, rows: list[dict]) -> None:
@@ -55,7 +59,7 @@ def write_study(folder: Path, rows: list[dict]) -> None:
 def run_study(budgets: list[int], overrides: list[str], study: str | None = None) -> list[dict]:
     from ecab.config import load_config
     from ecab.run import judge_and_reduce, load_tasks, open_catalog, prepare_folder, run_episodes, validate
-    from ecab.runner.ray import RayOptions, ensure_ray
+    from ecab.runner.ray_cluster import RayOptions, ensure_ray
     from ecab.runner.ray_catalog import CatalogPool
 
     base = ["runner=ray", *[o for o in overrides if not o.startswith("runner=")]]
@@ -92,8 +96,10 @@ def run_study(budgets: list[int], overrides: list[str], study: str | None = None
 def main(argv: list[str] | None = None) -> None:
     from ecab.env.agent_protocol import EndpointRefused
     from ecab.config import ConfigError, die
+    from ecab.core.process_env import configure_process_env
     from ecab.schema import FormatError
 
+    configure_process_env()   # first: before anything imports Ray, Hugging Face or tokenizers
     budgets, study, overrides = parse_args(sys.argv[1:] if argv is None else argv)
     try:
         run_study(budgets, overrides, study)

@@ -21,6 +21,9 @@ def sweep_argv(args: list[str]) -> list[str]:
 
 
 def main() -> None:
+    from ecab.core.process_env import configure_process_env
+
+    configure_process_env()   # first: before anything imports Ray, Hugging Face or tokenizers
     from ecab.run import exit_code
     from ecab.run import main as run_main
 

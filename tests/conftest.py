@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from ecab.catalog.base import CatalogBatch
+from ecab.core.process_env import configure_process_env
 from ecab.data import released_samples_default_path
 from ecab.schema import Product, Review
 
@@ -47,6 +48,7 @@ _FINDER_LINE = inspect.getsourcelines(find_released_samples)[1]
 
 
 def pytest_configure(config):
+    configure_process_env()   # what `python -m ecab.run` sets first, before any test module imports Ray or HF
     config.stash[_RELEASED] = find_released_samples()
     if config.stash[_RELEASED] is None and os.environ.get("CI", "").strip().lower() in ("true", "1", "yes"):
         raise pytest.UsageError(f"CI=true and {RELEASED_SAMPLES_MISSING}")

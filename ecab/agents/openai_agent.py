@@ -18,7 +18,7 @@ cannot fix (a 400 such as context length) raises AgentError. Either error carrie
 (`retry_entries`) for the trajectory. The API key never appears in messages, traces or errors.
 
 Every episode of a run shares one ChatClient (connection pool, gate, limiter), built by the runner
-(runner/local.py, runner/ray.py) with the endpoint's limiter.
+(runner/local.py, runner/ray_worker.py) with the endpoint's limiter.
 """
 from __future__ import annotations
 

@@ -28,15 +28,12 @@ machine the CPU (the simulator, the catalog and the agents share it) is what cap
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import tempfile
 import time
 from pathlib import Path
 
-os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+from ecab.core.process_env import configure_process_env
 
 
 def rss_mb() -> float:
@@ -142,6 +139,8 @@ def run_case(setup: Setup, runner: str, concurrency: int, latency_s: float, budg
              rpm: float | None, workers: int, replicas: int = 1) -> dict:
     from ecab.env.episode import EpisodeSettings
     from ecab.llm.limits import LimiterSettings
+    from ecab.runner.episode import EpisodeOptions
+    from ecab.runner.local import LocalRunner
     from ecab.runs import RunFolder
     from ecab.sim.process import SimProcess
 
@@ -156,40 +155,26 @@ def run_case(setup: Setup, runner: str, concurrency: int, latency_s: float, budg
         units = setup.units(n_units, budget, model["name"])
         folder = RunFolder(Path(tmp) / "run").create()
         started = time.monotonic()
+        episode = EpisodeOptions(model_cfg=model, tool_options={"search_mode": setup.cfg.tools.search})
         if runner == "local":
-            from ecab.agents import llm_settings
-            from ecab.llm.client import ChatClient
-            from ecab.llm.limits import AdaptiveLimiter
-            from ecab.runner.local import run_units
-
-            local_limiter = AdaptiveLimiter(limits)      # fresh per case, as runner=local builds one per run
-            chat = ChatClient(llm_settings(model), limiter=local_limiter)
             setup.catalog.clear_caches()   # every case starts cold, as runner=ray's fresh actors do
             with PeakRss() as memory:
-                trajs = asyncio.run(run_units(units, tasks, setup.catalog, model, settings, folder,
-                                              concurrency=concurrency, progress=False,
-                                              tool_options={"search_mode": setup.cfg.tools.search},
-                                              on_done=lambda t: finish.append(time.time()), chat=chat))
-            limiter = local_limiter.describe()
+                stats = LocalRunner(episode, concurrency=concurrency, limits=limits, progress=False).run(
+                    units, tasks, setup.catalog, folder, settings, on_done=lambda t: finish.append(time.time()))
             search_cache = setup.catalog.search_cache_stats()
             memory_mb = memory.growth_mb
         else:
-            from dataclasses import asdict
+            from ecab.runner.ray import RayRunner
+            from ecab.runner.ray_cluster import RayOptions
 
-            from ecab.runner.ray import RayOptions, WorkerSpec, run_units_on_ray
-
-            spec = WorkerSpec(run_dir=str(folder.path), model_cfg=model, settings=asdict(settings),
-                              tool_options={"search_mode": setup.cfg.tools.search},
-                              search_mode=setup.catalog.mode, limiter_settings=asdict(limits))
-            stats = run_units_on_ray(units, tasks, Path(setup.catalog.path).resolve(), setup.catalog.meta, spec,
-                                     RayOptions(workers=workers, concurrency=concurrency), progress=False,
-                                     replicas=replicas,
-                                     on_done=lambda runner, result, n: finish.append(time.time()))
-            limiter = next(iter(stats["limiters"].values()), {})
-            search_cache = stats["search_cache"]
-            memory_mb = sum(max(0.0, m["rss_peak_mb"] - m["rss_start_mb"]) for m in stats["worker_memory_mb"])
-            trajs = list(folder.latest_trajectories().values())
+            stats = RayRunner(episode, RayOptions(workers=workers, concurrency=concurrency), limits=limits,
+                              replicas=replicas, progress=False).run(
+                units, tasks, setup.catalog, folder, settings, on_done=lambda t: finish.append(time.time()))
+            search_cache = stats.cluster.search_cache
+            memory_mb = sum(max(0.0, m["rss_peak_mb"] - m["rss_start_mb"]) for m in stats.cluster.worker_memory_mb)
         wall = time.monotonic() - started
+        limiter = next(iter(stats.limiters.values()), {})
+        trajs = list(folder.latest_trajectories().values())
     failed = sum(1 for t in trajs if t.termination in ("infra_error", "agent_error"))
     steps = sum(len(t.steps) for t in trajs) / max(1, len(trajs))
     n_steps = max(1, sum(len(t.steps) for t in trajs))
@@ -244,6 +229,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("overrides", nargs="*", help="config overrides for the catalog and tasks, e.g. "
                                                      "tools.search=fts catalog.products=2000")
     args = parser.parse_args(argv)
+    configure_process_env()   # before the catalog, the tasks or Ray are loaded
     if args.waves < 2:
         # steady_rate measures from the first finish until fewer than C episodes remain: with one wave
         # there is no such stretch, and the figure would be the burst of the last finishes.

@@ -65,7 +65,7 @@ class Catalog:
 
     @property
     def call_threads(self) -> int | None:
-        """Tool threads the catalog's calls can use (runner/local.py::widen_thread_pool); None when every
+        """Tool threads the catalog's calls can use (runner/episode.py::widen_thread_pool); None when every
         call waits on another process."""
         limits = [c.call_threads for c in self.shards if c.call_threads]
         return min(limits) if limits else None

@@ -165,26 +165,29 @@ def test_real_samples_oracle_reaches_100_percent(real_tasks, targets_catalog):
         assert not failed, (task.id, [(v.rubric_id, v.evidence) for v in failed])
 
 
-def test_run_units_checkpoints_every_episode_with_the_loaded_heap_frozen(real_tasks, targets_catalog, tmp_path):
-    """runner=local's batch body: each finished episode is in the part file before on_done sees it, and the
-    objects loaded before the run are frozen (out of the collector's full scans) only while it runs."""
+def test_local_runner_checkpoints_every_episode_with_the_loaded_heap_frozen(real_tasks, targets_catalog, tmp_path):
+    """runner=local: each finished episode is in the part file before on_done sees it, and the objects loaded
+    before the run are frozen (out of the collector's full scans) only while it runs."""
     import gc
 
-    from ecab.runner.local import run_units
-    from ecab.runs import RunFolder
     from ecab.core.unit import make_units
+    from ecab.runner.episode import EpisodeOptions
+    from ecab.runner.local import LocalRunner
+    from ecab.runs import RunFolder
 
     folder = RunFolder(tmp_path / "run").create()
     units = make_units([t.id for t in real_tasks], "oracle", 100, 0, 1)
-    seen = []
+    seen, trajs = [], []
 
     def on_done(traj):
+        trajs.append(traj)
         seen.append((gc.get_freeze_count(), len(folder.part_path("local").read_text().splitlines())))
 
     before = gc.get_freeze_count()
-    trajs = asyncio.run(run_units(units, {t.id: t for t in real_tasks}, targets_catalog, {"kind": "oracle"},
-                                  EpisodeSettings(budget=100), folder, concurrency=4, progress=False,
-                                  on_done=on_done))
+    runner = LocalRunner(EpisodeOptions(model_cfg={"kind": "oracle"}), concurrency=4, progress=False)
+    stats = runner.run(units, {t.id: t for t in real_tasks}, targets_catalog, folder, EpisodeSettings(budget=100),
+                       on_done=on_done)
+    assert stats.runner == "local" and stats.retried_units == 0
     assert [t.termination for t in trajs] == ["recommended"] * len(units)
     assert all(frozen > before for frozen, _ in seen)
     assert all(lines >= n for n, (_, lines) in enumerate(seen, start=1))   # its own line is already there

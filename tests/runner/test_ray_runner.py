@@ -1,15 +1,19 @@
 """runner=ray on a real two-node Ray cluster on this machine (ray.cluster_utils.Cluster): the released
 samples with catalog=targets over 2 shards x 2 replicas, end to end; identical trajectories and summary
 to runner=local; and a run that loses a catalog actor and an episode worker mid-run and still completes with
-the same results. One cluster for the module."""
+the same results; both runners keep the one runner protocol (ecab/runner/protocol.py). One cluster for the
+module."""
 import json
 from pathlib import Path
 
 import pytest
 
 from ecab.config import load_config
+from ecab.core.unit import unit_key
 from ecab.run import judge_and_reduce, load_tasks, open_catalog, prepare_folder, run_episodes, validate
+from ecab.runner.protocol import RunnerStats
 from ecab.runs import RunFolder
+from ecab.schema import Trajectory
 
 BASE = ["model=heuristic", "catalog=targets", "benchmark=file", "catalog.products=150",
         "catalog.shards=2", "benchmark.limit=8", "budget=30", "run.progress=false"]
@@ -74,55 +78,83 @@ def pool(ray_cluster, base):
 
 @pytest.fixture(scope="module")
 def local_run(base, tmp_path_factory):
-    return run_stages(base, tmp_path_factory.mktemp("runs-local"), "run.name=local")
+    """runner=local's run of the module's units, with the trajectories its on_done saw."""
+    seen = []
+    return (*run_stages(base, tmp_path_factory.mktemp("runs-local"), "run.name=local", on_done=seen.append), seen)
 
 
-def test_two_node_ray_run_matches_local(ray_cluster, local_run, pool, base, tmp_path):
+def keeps_the_runner_protocol(stats, folder: RunFolder, seen: list, summary: dict) -> None:
+    """on_done got each finished Trajectory once, as stored in the run folder; the runner returned RunnerStats,
+    recorded as the manifest's runner_stats and the summary's runner."""
+    assert type(stats) is RunnerStats
+    assert all(type(t) is Trajectory for t in seen)
+    stored = folder.latest_trajectories()
+    assert sorted(unit_key(t.unit, t.id) for t in seen) == sorted(stored)
+    assert all(t.to_dict() == stored[unit_key(t.unit, t.id)].to_dict() for t in seen)
+    assert json.loads(folder.manifest_path.read_text())["runner_stats"] == stats.to_dict() == summary["runner"]
+
+
+def test_two_node_ray_run_matches_local_through_one_runner_protocol(ray_cluster, local_run, pool, base, tmp_path):
     import ray
 
     assert len([n for n in ray.nodes() if n["Alive"]]) == 2
-    folder, stats, summary = run_stages(base, tmp_path, *RAY, "run.name=ray", pool=pool)
-    local_folder, _, local_summary = local_run
-    assert stats["runner"] == "ray" and stats["catalog_shards"] == 2 and stats["catalog_replicas"] == 2
-    assert stats["nodes"] == 2, "actors should spread over both nodes"
-    assert stats["retried_units"] == 0 and stats["catalog_actor_restarts"] == 0
+    seen = []
+    folder, stats, summary = run_stages(base, tmp_path, *RAY, "run.name=ray", pool=pool, on_done=seen.append)
+    local_folder, local_stats, local_summary, local_seen = local_run
+    assert stats.runner == "ray" and stats.cluster.catalog_shards == 2 and stats.cluster.catalog_replicas == 2
+    assert stats.cluster.nodes == 2, "actors should spread over both nodes"
+    assert stats.retried_units == 0 and stats.catalog_actor_restarts == 0
     assert len(list(folder.trajectories_dir.glob("part-ray-w*.jsonl"))) == 2, "one part file per worker"
     assert summary["total_samples"] == 8
     assert trajectories(folder) == trajectories(local_folder)
     assert untimed(summary) == untimed(local_summary)
-    assert json.loads(folder.manifest_path.read_text())["runner_stats"]["runner"] == "ray"
+    keeps_the_runner_protocol(stats, folder, seen, summary)
+    keeps_the_runner_protocol(local_stats, local_folder, local_seen, local_summary)
+    # The keys runner_stats has always had: the runner's own counts, and on Ray the cluster's.
+    common = {"runner", "concurrency", "retried_units", "infra_reruns", "requeued_units", "catalog_actor_restarts",
+              "limiters", "resumed_units"}
+    assert set(local_stats.to_dict()) == common
+    assert set(stats.to_dict()) == common | {"workers", "nodes", "catalog_shards", "catalog_replicas",
+                                             "worker_deaths", "worker_restarts", "catalog_retried_calls",
+                                             "worker_memory_mb", "search_cache"}
 
 
-def test_killed_catalog_actor_and_worker_lose_nothing(ray_cluster, local_run, pool, base, tmp_path):
+def test_killed_catalog_actor_and_worker_lose_nothing(ray_cluster, local_run, pool, base, tmp_path, monkeypatch):
     import ray
 
-    killed = {}
+    from ecab.runner import factory
 
-    def saboteur(runner, result, done):
-        if done == 1:
+    runners, killed, done = [], {}, []
+    real_ray_runner = factory.RUNNERS["ray"]
+    monkeypatch.setitem(factory.RUNNERS, "ray", lambda *args: runners.append(real_ray_runner(*args)) or runners[-1])
+
+    def saboteur(traj: Trajectory):
+        done.append(traj)
+        driver = runners[0].driver
+        if len(done) == 1:
             # A catalog actor dies with calls in flight: Ray restarts it, the client retries elsewhere.
-            ray.kill(runner.pool.actors[0][0], no_restart=False)
+            ray.kill(driver.pool.actors[0][0], no_restart=False)
             killed["catalog"] = True
-        if done == 2:
+        if len(done) == 2:
             # An episode worker dies with units in flight: they are queued again on a replacement.
-            victim = next(w for w in runner.workers if w.alive and w.in_flight)
+            victim = next(w for w in driver.workers if w.alive and w.in_flight)
             killed["worker_in_flight"] = victim.in_flight
             ray.kill(victim.handle)
 
     folder, stats, summary = run_stages(base, tmp_path, *RAY, "runner.step_delay_s=0.05",
                                         "run.name=faults", on_done=saboteur, pool=pool)
     assert killed["catalog"] and killed["worker_in_flight"] >= 1
-    assert stats["catalog_actor_restarts"] >= 1
-    assert stats["worker_deaths"] == 1 and stats["worker_restarts"] == 1
+    assert stats.catalog_actor_restarts >= 1
+    assert stats.cluster.worker_deaths == 1 and stats.cluster.worker_restarts == 1
     # Not every unit it held at the kill is lost: results already back (in the batch being processed when
     # the saboteur ran) still count, and units handed to it before its death showed are lost too. What must
     # hold: some were queued again and re-run, and below, exactly one trajectory per unit.
-    assert stats["requeued_units"] >= 1 and stats["retried_units"] >= 1
-    local_folder, _, local_summary = local_run
+    assert stats.requeued_units >= 1 and stats.retried_units >= 1
+    local_folder, _, local_summary, _ = local_run
     assert trajectories(folder) == trajectories(local_folder), "exactly one trajectory per unit, same as local"
     assert untimed(summary) == untimed(local_summary)
     manifest = json.loads(folder.manifest_path.read_text())
-    assert manifest["runner_stats"]["requeued_units"] == stats["requeued_units"]
+    assert manifest["runner_stats"]["requeued_units"] == stats.requeued_units
 
 
 # ------------------------------------------------------------------------------- the adaptive limiter
@@ -205,7 +237,7 @@ def test_workers_share_one_endpoint_window_through_the_limiter_actor(ray_cluster
 
 
 def test_a_tasks_units_go_to_one_worker_and_an_idle_worker_takes_from_the_longest_queue():
-    from ecab.runner.ray import TaskAffineQueue
+    from ecab.runner.ray_driver import TaskAffineQueue
 
     units = [{"task_id": f"t{t}", "trial": k} for k in range(3) for t in range(8)]
     queue = TaskAffineQueue(units, 2)
