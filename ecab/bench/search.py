@@ -15,6 +15,8 @@ are cleared before each measurement, so every timed query pays for its embedding
 `--tasks default` adds a task-recall table: the generated benchmark of the *configured* catalog (the default
 5k synthetic one; tasks are only meaningful on the catalog they were built on), one query per task (entity
 phrase + one stated attribute value), target in the top 20 per engine, hybrid vs the SQLite baseline.
+Each size's table and the task-recall table say whether hybrid finds at least as many as its better leg
+(`hybrid >= max(fts, vector)`; docs/decisions.md#search-fusion).
 Targets (this 2-core machine, 100k products): hybrid p50 <= 15 ms and >= 100 hybrid queries/s.
 """
 from __future__ import annotations
@@ -239,6 +241,9 @@ def bench_size(cfg, size: int, n_queries: int, threads: int) -> None:
     for r in rows:
         print(f"{r.engine:<24} {r.p50_ms:>8.2f} {r.p95_ms:>8.2f} {r.qps_1:>8.1f} {r.qps_n:>8.1f} "
               f"{r.hit_at_20:>7.2f} {r.mean_total:>11.1f}")
+    by_engine = {r.engine: round(r.hit_at_20 * len(queries)) for r in rows}
+    print(fusion_verdict(by_engine["lance hybrid"], by_engine["lance fts"], by_engine["lance vector"],
+                         f"of {len(queries)} queries' products in the top 20"))
     recall = ann_recall(catalog, queries)
     print("vector index: " + ("none (flat exact scan)" if recall is None else
                               f"IVF_FLAT, recall@20 vs exact scan {recall:.3f} ({min(50, len(queries))} queries)"))
@@ -248,6 +253,13 @@ def bench_size(cfg, size: int, n_queries: int, threads: int) -> None:
         print(f"target hybrid p50 <= {TARGET_P50_MS:.0f} ms: {'MET' if hybrid.p50_ms <= TARGET_P50_MS else 'NOT MET'} "
               f"({hybrid.p50_ms:.2f} ms); hybrid >= {TARGET_QPS:.0f} q/s: "
               f"{'MET' if best_qps >= TARGET_QPS else 'NOT MET'} ({best_qps:.1f} q/s)")
+
+
+def fusion_verdict(hybrid: int, fts: int, vector: int, unit: str) -> str:
+    """Whether hybrid search finds at least what its better leg alone finds (docs/decisions.md#search-fusion)."""
+    best = max(fts, vector)
+    return (f"hybrid >= max(fts, vector): {'YES' if hybrid >= best else 'NO'} "
+            f"({hybrid} vs fts {fts}, vector {vector} {unit})")
 
 
 # ------------------------------------------------------------------------------------------ task recall
@@ -327,6 +339,7 @@ def recall_on_tasks(cfg, spec: str) -> None:
     hybrid, sqlite = found["lance hybrid"], found["sqlite fts5 (original)"]
     print(f"hybrid finds more targets than the SQLite title-AND baseline: "
           f"{'YES' if hybrid > sqlite else 'NO'} ({hybrid} vs {sqlite})")
+    print(fusion_verdict(hybrid, found["lance fts"], found["lance vector"], f"of {len(queries)} targets"))
 
 
 def main(argv: list[str] | None = None) -> None:

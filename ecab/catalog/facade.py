@@ -24,7 +24,7 @@ from typing import Any, Iterable, Iterator, Sequence
 from ecab.catalog.base import SearchHit, SearchPage
 from ecab.catalog.cache import SearchPageCache
 from ecab.catalog.layout import PRODUCTS, read_meta, shard_of
-from ecab.catalog.search import HYBRID_DEPTH, ShardCandidates, check_mode, fuse, search_args
+from ecab.catalog.search import ShardCandidates, check_mode, fuse, hybrid_depth, search_args
 from ecab.catalog.shard_client import LocalShardClient, ShardClient
 from ecab.schema import Product, Review
 
@@ -102,7 +102,7 @@ class Catalog:
 
     def _search(self, query: str, mode: str, limit: int, offset: int, where: str | None) -> SearchPage:
         if mode == "hybrid":
-            depth = max(HYBRID_DEPTH, offset + limit)
+            depth = hybrid_depth(limit, offset)
             return fuse(mode, self._hybrid_parts(query, depth, where), limit=limit, offset=offset, depth=depth)
         vector = self._encode(query) if mode == "vector" else None
         depth = max(offset + limit, 1)

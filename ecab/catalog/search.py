@@ -11,17 +11,21 @@ Search modes (SearchPage.total is documented per mode; it is never the original'
   words removed; every remaining query term must match (AND). ``total`` = every product that matches.
 - ``vector``: cosine similarity of the query to the title embedding. Every product is a match, so
   ``total`` = the number of products that pass ``where``.
-- ``hybrid`` (default): reciprocal-rank fusion (lancedb ``RRFReranker``, K=60) of two legs of fixed depth
-  D = max(HYBRID_DEPTH, offset + limit): the top D ``search_text`` BM25 matches of *any* query term, and the
-  D nearest titles. Hybrid is a ranking, not a match rule, so ``total`` = the size of the fused candidate
-  pool (union of both legs, at most 2·D): exactly the number of results one can page through. The legs have
-  a fixed depth so consecutive pages come from the same pool and never repeat or skip a product.
+- ``hybrid`` (default): a weighted sum of each leg's min-max normalized score (lancedb
+  ``LinearCombinationReranker``, vector weight VECTOR_WEIGHT) over two legs of fixed depth D: the top D
+  ``search_text`` BM25 matches of *any* query term, products matching *every* term scoring their AND match on
+  top (a lancedb ``BooleanQuery`` of the two), and the D nearest titles. Measured on the generated tasks and
+  the bench's queries, this never finds fewer targets than either leg alone (RRF did: docs/decisions.md#search-fusion).
+  D = HYBRID_DEPTH while the page ends within 2·HYBRID_DEPTH (so the first pages tile one fused pool), else the
+  page's end. Hybrid is a ranking, not a match rule, so ``total`` = the size of the fused candidate pool (union
+  of both legs, at most 2·D): exactly the number of results one can page through.
 
-`SearchHit.score` is the BM25 score (fts, original), the cosine similarity (vector) or the RRF score
-(hybrid). `where` is a SQL prefilter over the product columns (price, average_rating, rating_number,
+`SearchHit.score` is the BM25 score (fts, original), the cosine similarity (vector) or the fused score in
+[0, 1] (hybrid). `where` is a SQL prefilter over the product columns (price, average_rating, rating_number,
 main_category, store, brand, review_count, ...), applied before ranking in every mode.
 
-Review search (`search_reviews`) only ever sees the one product's reviews (a product_id prefilter). Review
+Review search (`search_reviews`) only ever sees the one product's reviews (a product_id prefilter); its hybrid
+mode fuses the two legs by reciprocal rank (`rrf_fuse`, lancedb ``RRFReranker``).
 
 Sharded search asks every shard for its own candidates (`ShardCandidates`), merges each leg by its score,
 then fuses once (`fuse`), so any shard count gives the same page as an unsharded catalog, whether the shards
@@ -39,8 +43,11 @@ import pyarrow as pa
 from ecab.catalog.base import SearchHit, SearchPage
 
 MODES = ("hybrid", "fts", "vector", "original")
-HYBRID_DEPTH = 100
-RRF_K = 60
+# Hybrid product search: leg depth and the vector leg's weight in the fused score, chosen by measurement
+# (docs/decisions.md#search-fusion): both legs are cut at D and normalized to [0, 1] before they are summed.
+HYBRID_DEPTH = 50
+VECTOR_WEIGHT = 0.1
+RRF_K = 60   # review search's reciprocal-rank fusion
 # The characters the original replaces with spaces inside each query token (docs/original-harness.md §1.4).
 _ORIGINAL_SPECIALS = re.compile(r'["*()\-+^~:]')
 # An FTS5 phrase with no letter or digit tokenizes to nothing and the original ignores it.
@@ -93,24 +100,61 @@ class ShardCandidates:
 
 
 
+def _hit_table(hits: list[SearchHit], score_column: str, scores, keys: dict[str, int]) -> pa.Table:
+    """One leg as a lancedb reranker reads it: product_id, its score column and a `_rowid` (the key)."""
+    return pa.table({"product_id": pa.array([h.product_id for h in hits], pa.string()),
+                     score_column: pa.array(scores, pa.float32()),
+                     "_rowid": pa.array([keys.setdefault(h.product_id, len(keys)) for h in hits], pa.uint64())})
+
+
+def _fused_hits(fused: pa.Table, legs: Iterable[list[SearchHit]]) -> list[SearchHit]:
+    titles = {h.product_id: h.title for leg in legs for h in leg}
+    return [SearchHit(pid, titles[pid], float(score)) for pid, score in
+            zip(fused["product_id"].to_pylist(), fused["_relevance_score"].to_pylist())]
+
+
 def rrf_fuse(fts: list[SearchHit], vector: list[SearchHit], k: int = RRF_K) -> list[SearchHit]:
     """Reciprocal-rank fusion with lancedb's RRFReranker; hits are keyed by product_id."""
     from lancedb.rerankers import RRFReranker
 
     keys: dict[str, int] = {}
-    titles: dict[str, str] = {}
-    for hit in vector + fts:
-        keys.setdefault(hit.product_id, len(keys))
-        titles.setdefault(hit.product_id, hit.title)
+    vector_table = _hit_table(vector, "_distance", [h.score for h in vector], keys)
+    fts_table = _hit_table(fts, "_score", [h.score for h in fts], keys)
+    return _fused_hits(RRFReranker(K=k).rerank_hybrid("", vector_table, fts_table), (vector, fts))
 
-    def leg(hits: list[SearchHit], score_column: str) -> pa.Table:
-        return pa.table({"product_id": pa.array([h.product_id for h in hits], pa.string()),
-                         score_column: pa.array([h.score for h in hits], pa.float32()),
-                         "_rowid": pa.array([keys[h.product_id] for h in hits], pa.uint64())})
 
-    fused = RRFReranker(K=k).rerank_hybrid("", leg(vector, "_distance"), leg(fts, "_score"))
-    return [SearchHit(pid, titles[pid], float(score)) for pid, score in
-            zip(fused["product_id"].to_pylist(), fused["_relevance_score"].to_pylist())]
+def unit_scores(hits: list[SearchHit]) -> list[float]:
+    """A leg's scores min-max scaled to [0, 1], best = 1, as lancedb's hybrid query scales each leg before its
+    reranker (normalize="score"). One difference: a leg whose scores are all equal (a single hit, or tied hits)
+    scales to 1, where lancedb's helper gives 0 - which would rank a lone keyword match like a product the
+    keyword leg never found."""
+    if not hits:
+        return []
+    low, high = min(h.score for h in hits), max(h.score for h in hits)
+    if high == low:
+        return [1.0] * len(hits)
+    return [(h.score - low) / (high - low) for h in hits]
+
+
+def linear_fuse(fts: list[SearchHit], vector: list[SearchHit], vector_weight: float = VECTOR_WEIGHT) -> list[SearchHit]:
+    """Hybrid product ranking: lancedb's LinearCombinationReranker over the legs' unit scores,
+    vector_weight * vector + (1 - vector_weight) * keyword, a leg that missed a product adding 0 (fill=1).
+    Hits are keyed by product_id; equal fused scores keep the vector leg's order, then the keyword leg's."""
+    from lancedb.rerankers import LinearCombinationReranker
+
+    keys: dict[str, int] = {}
+    # The reranker reads the vector leg as distances (0 = best) and turns them back into 1 - distance.
+    vector_table = _hit_table(vector, "_distance", [1.0 - s for s in unit_scores(vector)], keys)
+    fts_table = _hit_table(fts, "_score", unit_scores(fts), keys)
+    fused = LinearCombinationReranker(weight=vector_weight, fill=1.0).rerank_hybrid("", vector_table, fts_table)
+    return _fused_hits(fused, (vector, fts))
+
+
+def hybrid_depth(limit: int, offset: int) -> int:
+    """Leg depth for a hybrid page: HYBRID_DEPTH while the page ends within the pool that depth can give
+    (up to 2·HYBRID_DEPTH products), so the first pages are slices of one ranking; deeper, the page's end."""
+    end = offset + limit
+    return HYBRID_DEPTH if end <= 2 * HYBRID_DEPTH else end
 
 
 def _merge_leg(legs: Iterable[list[SearchHit]], depth: int) -> list[SearchHit]:
@@ -123,7 +167,7 @@ def fuse(mode: str, parts: list[ShardCandidates], *, limit: int, offset: int, de
     if mode == "hybrid":
         fts = _merge_leg((p.fts for p in parts), depth)
         vector = _merge_leg((p.vector for p in parts), depth)
-        ranked = rrf_fuse(fts, vector)
+        ranked = linear_fuse(fts, vector)
         return SearchPage(hits=ranked[offset:offset + limit], total=len(ranked))
     leg = "vector" if mode == "vector" else "fts"
     ranked = _merge_leg((getattr(p, leg) for p in parts), offset + limit)

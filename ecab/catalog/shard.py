@@ -127,12 +127,11 @@ class CatalogShard:
         raise ValueError(f"unknown search mode {mode!r} (expected one of {', '.join(MODES)})")
 
     def keyword_leg(self, query: str, depth: int, where: str | None = None) -> list[SearchHit]:
-        """Hybrid's keyword leg: BM25 over search_text, any query term (it needs no query vector)."""
-        from lancedb.query import MatchQuery
-
+        """Hybrid's keyword leg: BM25 over search_text of any query term, plus the AND match's BM25 for
+        products matching every term, so they rank above partial matches (it needs no query vector)."""
         if self.n_products == 0:
             return []
-        return self._fts_top(MatchQuery(query, "search_text", operator="OR"), depth, where)
+        return self._fts_top(hybrid_keyword_query(query), depth, where)
 
     def vector_leg(self, vector: np.ndarray, depth: int, where: str | None = None) -> list[SearchHit]:
         return self._nearest(vector, depth, where) if self.n_products else []
@@ -328,6 +327,15 @@ class CatalogShard:
             rows = sorted(zip(table["seq"].to_pylist(), table["data"].to_pylist()))
             yield from rows
 
+
+
+def hybrid_keyword_query(query: str):
+    """SHOULD(every term) + SHOULD(any term) on search_text: a product matching every term scores both
+    (docs/decisions.md#search-fusion)."""
+    from lancedb.query import BooleanQuery, MatchQuery, Occur
+
+    return BooleanQuery([(Occur.SHOULD, MatchQuery(query, "search_text", operator="AND")),
+                         (Occur.SHOULD, MatchQuery(query, "search_text", operator="OR"))])
 
 
 def _phrase_and_query(phrases: list[str], column: str):
