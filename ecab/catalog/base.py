@@ -10,7 +10,7 @@ comes from `catalog_knowledge(reader)` only: computed from the catalog's rows, t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterator, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Iterable, Iterator, Protocol, runtime_checkable
 
 from ecab.schema import Product, Review
 
@@ -79,3 +79,18 @@ def catalog_knowledge(catalog) -> "CatalogKnowledge":
     from ecab.catalog.knowledge import CatalogKnowledge
 
     return CatalogKnowledge.from_products(lambda: (p for batch in catalog.iter_products() for p in batch))
+
+
+def product_batches(products: Iterable[Product], batch_size: int, reviews_of) -> Iterator[CatalogBatch]:
+    """Group products into batches of `batch_size`, each with `reviews_of(ids)` attached."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    batch: list[Product] = []
+    for product in products:
+        batch.append(product)
+        if len(batch) == batch_size:
+            yield CatalogBatch(products=batch, reviews=reviews_of([p.product_id for p in batch]))
+            batch = []
+    if batch:
+        yield CatalogBatch(products=batch, reviews=reviews_of([p.product_id for p in batch]))
+

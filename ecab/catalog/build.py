@@ -191,10 +191,10 @@ def iter_source(cfg: Any) -> Iterator[CatalogBatch]:
                               seed=int(_get(cfg, "review_seed", 42)), batch_size=batch_size)
         return _first_products(batches, size)
     if source == "productdb":
-        from ecab.catalog.amazon import iter_product_db
+        from ecab.catalog.product_db import iter_product_db
 
         return _first_products(iter_product_db(_existing(cfg, "path"), batch_size=batch_size), size)
-    from ecab.catalog.amazon import iter_targets
+    from ecab.catalog.targets import iter_targets
 
     per_rubric, query_only = _siblings(cfg)
     return iter_targets(_existing(cfg, "path"), n_distractors=int(size or 0), seed=seed, batch_size=batch_size,

@@ -58,7 +58,7 @@ def tasks(released_samples):
 
 @pytest.fixture(scope="module")
 def catalog(tmp_path_factory, embedder, released_samples):
-    from ecab.catalog.amazon import iter_targets
+    from ecab.catalog.targets import iter_targets
     from ecab.catalog.facade import Catalog
     from ecab.catalog.writer import build_catalog
 

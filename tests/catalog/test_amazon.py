@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from ecab.catalog.amazon import iter_amazon, iter_product_db, iter_targets, picked_positions, resolve_inputs
+from ecab.catalog.amazon import iter_amazon, picked_positions, resolve_inputs
+from ecab.catalog.product_db import iter_product_db
+from ecab.catalog.targets import iter_targets
 from ecab.schema import FormatError, read_tasks
 
 REPO = Path(__file__).resolve().parents[2]

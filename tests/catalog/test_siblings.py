@@ -13,7 +13,7 @@ from collections import Counter
 
 import pytest
 
-from ecab.catalog.amazon import iter_targets, targets_and_siblings
+from ecab.catalog.targets import iter_targets, targets_and_siblings
 from ecab.catalog.build import catalog_fingerprint
 from ecab.catalog.siblings.listing_text import replace_phrase
 from ecab.catalog.siblings.make import DEFAULT_PER_RUBRIC

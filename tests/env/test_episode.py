@@ -23,7 +23,7 @@ def real_tasks(released_samples):
 @pytest.fixture(scope="module")
 def targets_catalog(tmp_path_factory, embedder, released_samples):
     """catalog=targets for the released samples: their targets plus 300 synthetic distractors, in LanceDB."""
-    from ecab.catalog.amazon import iter_targets
+    from ecab.catalog.targets import iter_targets
     from ecab.catalog.facade import Catalog
     from ecab.catalog.writer import build_catalog
 

@@ -23,7 +23,7 @@ Form: a sibling is a copy of its target with its own ASIN-like id (the target's 
 variants listed together share them, then six random ones), the target's title with only what changed
 swapped, the same detail keys in the same order, its own rating statistics and price drawn near the
 target's, a few listing facts varied (rank, date first available, weight, model number), and its own
-reviews from the generator the targets' reviews come from (`amazon.opinion_reviews`: same count rule,
+reviews from the generator the targets' reviews come from (`targets.opinion_reviews`: same count rule,
 same templates). Targets and siblings are emitted in one seeded shuffle. Deterministic from the seed: every
 sibling draws from `random.Random` seeded with its task, rubric and index.
 
