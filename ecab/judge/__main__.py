@@ -10,7 +10,6 @@ summary.json / summary.md are rebuilt with ecab.reduce.reduce_run.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -18,14 +17,8 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from ecab.config import ConfigError, load_config
+from ecab.core.process_env import configure_process_env
 from ecab.schema import FormatError
-
-
-def set_up_environment() -> None:
-    """Before anything loads the embedder: Hugging Face offline (a missing model file fails, never starts a
-    download) and tokenizers single-threaded (no fork warnings from a process that may start workers)."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
 def _override_key(text: str) -> str:
@@ -91,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("run_dir", type=Path, help="the run folder, e.g. runs/<name>")
     parser.add_argument("overrides", nargs="*", help="judge=llm judge.model=... (Hydra-style overrides)")
     args = parser.parse_args(argv)
-    set_up_environment()
+    configure_process_env()   # before anything loads the embedder (ecab/core/process_env.py)
     try:
         summary = rejudge(args.run_dir, args.overrides)
     except (ConfigError, ValueError, OSError) as exc:   # FormatError is a ValueError naming file/line/key
