@@ -4,17 +4,10 @@ EComAgentBench claims to measure whether an agent uncovers requirements scattere
 and clarification. That holds only when the catalog makes those requirements count. Over the products of
 the target's `main_category` (read through the catalog interface, category_products.py), with the rules judge
 (`ecab.judge.rules.check_rubric`, the same rules that score episodes and validate construction), the audit
-counts for every task (load_bearing.py)
-
-- the products satisfying the query's rubrics, the query's and the persona's, and every rubric;
-- per rubric, the WITNESSES: products other than the target that satisfy every rubric of the task except
-  that one (and fail that one). A rubric with a witness is LOAD-BEARING: an agent that skips it can end
-  on the witness and be wrong;
-- whether the query's rubrics alone single out the target (the target is the only product satisfying them:
-  persona and clarification then cannot matter);
-- STRUCTURAL PICKS: what a script that reads the query, lists the products matching it and never asks about
-  hidden intent would score by picking among them at random, the most typical or the most central listing
-  (structural_picks.py; docs/decisions.md#validity-audit),
+counts for every task (load_bearing.py has the list): the products matching the query's, the query's and the
+persona's, and all rubrics; each rubric's WITNESSES (a rubric with one is LOAD-BEARING); whether the query alone
+singles out the target; and the STRUCTURAL PICKS a script that never asks about hidden intent would score
+(structural_picks.py; docs/decisions.md#validity-audit),
 
 and reports, by intent and overall, the load-bearing share per source and per rubric type and the share of
 tasks the query alone singles out (validity_report.py).
