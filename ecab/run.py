@@ -299,7 +299,7 @@ def infra_errors(folder, tasks: list[Task] | None = None) -> list:
 def headline(summary: dict, folder, infra: list | None = None) -> str:
     pct = lambda x: f"{100 * (x or 0):.1f}%"  # noqa: E731
     infra = infra_errors(folder) if infra is None else infra
-    lines = [f"results: {folder.path}/ (summary.md, summary.json, verdicts.jsonl, trajectories/)"]
+    lines = [f"results: {folder.path}/ (summary.md, summary.json, {folder.verdicts_path.name}, trajectories/)"]
     if infra:
         lines.append(f"INFRA ERRORS: {len(infra)} of {summary.get('total_samples', 0)} episodes did not finish "
                      f"(first: {infra[0].error}); re-run the same command to retry them")

@@ -38,8 +38,10 @@ def test_oracle_self_check_is_perfect(oracle_summary):
     assert summary["overall_accuracy"] == 1.0 and summary["exact_match_correct"] == summary["evaluated_samples"]
     assert summary["overall_rubric_satisfaction"] == 1.0
     folder = RunFolder(run_dir / "oracle")
-    for name in ("config.yaml", "manifest.json", "tasks.jsonl", "verdicts.jsonl", "summary.json", "summary.md"):
+    for name in ("config.yaml", "manifest.json", "tasks.jsonl", "verdicts.rules.jsonl.gz", "summary.json",
+                 "summary.md", "trajectories/part-local.jsonl.gz"):
         assert (folder.path / name).exists(), name
+    assert sorted(p.name for p in folder.path.glob("verdicts*")) == ["verdicts.rules.jsonl.gz"], "one file per judge"
     manifest = json.loads(folder.manifest_path.read_text())
     assert manifest["catalog_fingerprint"] and manifest["config_hash"] and manifest["task_set_hash"]
     assert len(folder.latest_trajectories()) == summary["total_samples"]

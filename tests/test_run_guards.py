@@ -76,8 +76,7 @@ def cli(*args, env=None, timeout=300) -> subprocess.CompletedProcess:
 
 
 def records(folder: Path) -> list[dict]:
-    return [json.loads(line) for part in sorted((folder / "trajectories").glob("part-*.jsonl"))
-            for line in part.read_text().splitlines() if line.strip()]
+    return [t.to_dict() for t in RunFolder(folder).iter_trajectories()]
 
 
 # ------------------------------------------------------------------------------- 6, 9: the benchmark file

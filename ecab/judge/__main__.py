@@ -3,8 +3,8 @@
 No agent runs again: the trajectories, the task file (manifest `tasks_path`) and the run's own
 config.yaml (catalog, cache_dir) are read from the run folder. The judge section comes from the
 command line (`judge=llm judge.model=gpt-5-mini ...`, composed from conf/judge/ like any override);
-other overrides (e.g. `cache_dir=...`) replace the run's value. Verdicts go to verdicts.jsonl and
-verdicts.<judge>.jsonl (the previous judge's file is kept); the manifest records the judge and its cost;
+other overrides (e.g. `cache_dir=...`) replace the run's value. Verdicts go to verdicts.<judge>.jsonl.gz (the
+previous judge's file is kept) and the manifest names that judge active and records it and its cost;
 summary.json / summary.md are rebuilt with ecab.reduce.reduce_run.
 """
 from __future__ import annotations
@@ -96,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{100 * summary.get('overall_rubric_satisfaction', 0):.1f}%, unscored rubrics "
           f"{summary.get('unscored_rubrics', 0)}; judge calls {judge.get('calls', 0)}, cache hits "
           f"{judge.get('cache_hits', 0)}, cost ${judge.get('cost_usd', 0)}")
-    print(f"wrote {args.run_dir}/verdicts.jsonl, summary.json, summary.md")
+    from ecab.runs import RunFolder
+    print(f"wrote {RunFolder(args.run_dir).verdicts_path}, summary.json, summary.md")
     return 0
 
 

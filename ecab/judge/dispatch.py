@@ -2,8 +2,8 @@
 the `judge` config group into a `Judge` (protocol.py).
 
 Used by both `python -m ecab.run` (after the episodes) and `python -m ecab.judge` (re-judging a finished
-run); they store the verdicts with `RunFolder.write_verdicts` (ecab/runs/folder.py: verdicts.jsonl for the
-judge chosen last, verdicts.<judge>.jsonl for every judge that ever judged the run).
+run); they store the verdicts with `RunFolder.write_verdicts` (ecab/runs/folder.py: verdicts.<judge>.jsonl.gz
+for every judge that ever judged the run, the manifest's `active_judge` naming the one chosen last).
 """
 from __future__ import annotations
 

@@ -20,8 +20,8 @@ class Judge(Protocol):
     """Decides the verdicts of finished episodes; one instance serves one judging pass."""
 
     name: str
-    """"rules" or "llm": each Judgement's `judge`, its verdict file (verdicts.<name>.jsonl), the manifest's
-    `judges` key."""
+    """"rules" or "llm": each Judgement's `judge`, its verdict file (verdicts.<name>.jsonl.gz), the manifest's
+    `judges` and `active_judge` keys."""
 
     @property
     def model_name(self) -> str:

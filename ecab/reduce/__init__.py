@@ -1,8 +1,9 @@
 """The reduce stage: rebuild summary.json / summary.md of a run folder from the files on disk.
 
-Inputs (docs/architecture.md §8, read through `ecab.runs.RunFolder`): `trajectories/part-*.jsonl` (one
-Trajectory per line), `verdicts.jsonl` (one Judgement per line) and the task file named by
-`manifest.json`'s `tasks_path`. Re-running it never needs the agents or the judge.
+Inputs (docs/architecture.md §8, read through `ecab.runs.RunFolder`): the trajectories
+(`trajectories/part-*.jsonl.gz`, one Trajectory per record), the verdicts of the judge the manifest names active
+(`verdicts.<judge>.jsonl.gz`, one Judgement per line) and the task file named by `manifest.json`'s `tasks_path`.
+Re-running it never needs the agents or the judge.
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def write_summary(run_dir: str | Path, summary: dict[str, Any], *, plots: bool =
 
 def reduce_run(run_dir: str | Path, *, plots: bool = True) -> dict[str, Any]:
     """Rebuild every artifact of a run folder from the files on disk: summary.json, summary.md and (unless
-    plots=False) plots/*.png. With two or more `verdicts.<judge>.jsonl` files the judges' agreement is
+    plots=False) plots/*.png. With the verdicts of two or more judges the judges' agreement is
     added as `judge_agreement`. Returns the summary."""
     run_dir = Path(run_dir)
     folder = RunFolder(run_dir)

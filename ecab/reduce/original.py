@@ -3,9 +3,9 @@
 Import turns `predictions_<model>.jsonl` (and optionally `<stem>_evaluation_results.jsonl`) plus the
 benchmark they ran on into an ecab run folder, so a published run can be re-judged or reduced by ecab:
 
-  runs/<name>/trajectories/part-imported.jsonl   one Trajectory per prediction line
-  runs/<name>/verdicts.jsonl (+ verdicts.llm.jsonl) one Judgement per evaluation line (its LLM verdicts)
-  runs/<name>/tasks.jsonl, manifest.json
+  runs/<name>/trajectories/part-imported.jsonl.gz   one Trajectory per prediction line
+  runs/<name>/verdicts.llm.jsonl.gz                 one Judgement per evaluation line (its LLM verdicts)
+  runs/<name>/tasks.jsonl, manifest.json            (`active_judge`: llm)
 
 What the original did not record is rebuilt from the message list: the steps (tool, arguments, errors,
 result ids), the slot an ask_user answer revealed (the answer equals that slot's scripted response), and
@@ -38,7 +38,7 @@ REQUIRED_PREDICTION = ("id", "predicted_product_id", "trajectory", "total_tool_c
 REQUIRED_EVALUATION = ("id", "rubric_results", "all_satisfied", "exact_product_match")
 NO_PRODUCT_REASON = "No valid product recommended"
 RECOMMEND_TOOL = "recommend_product"
-IMPORTED_WRITER = "imported"           # trajectories/part-imported.jsonl
+IMPORTED_WRITER = "imported"           # trajectories/part-imported.jsonl.gz
 IMPORTED_JUDGE = "llm"
 
 

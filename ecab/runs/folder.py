@@ -1,43 +1,55 @@
 """The run folder (docs/architecture.md §8): the one place that knows its layout. Every reader and writer of a
 run's trajectories, verdicts, manifest, tasks, config and summary goes through `RunFolder`.
 
-    config.yaml                         the resolved config (ecab.run)
-    manifest.json                       hashes, versions, tasks_path, runner and judge records
-    tasks.jsonl                         the run's tasks
-    trajectories/part-<writer>.jsonl    one Trajectory per line, appended and fsynced per episode
-    verdicts.jsonl                      the judge chosen last (what reduce reads)
-    verdicts.<judge>.jsonl              one per judge that ever judged the run, kept side by side
-    summary.json, summary.md, plots/    the summary (ecab.reduce)
-    report.html                         the self-contained report (ecab.view)
+    config.yaml                              the resolved config (ecab.run)
+    manifest.json                            hashes, versions, tasks_path, runner and judge records, and
+                                             `active_judge`: whose verdicts the run's readers read
+    tasks.jsonl                              the run's tasks
+    trajectories/part-<writer>.jsonl.gz      one Trajectory per gzip member, appended and fsynced per episode;
+    trajectories/part-<writer>.<n>.jsonl.gz  the n-th session of that writer (a resumed run, a restarted worker)
+    verdicts.<judge>.jsonl.gz                one per judge that ever judged the run, gzip JSONL written whole
+    summary.json, summary.md, plots/         the summary (ecab.reduce)
+    report.html                              the self-contained report (ecab.view)
 
-A finished episode is appended to its writer's part file at once, so a crash loses at most the episodes in
-flight; reading tolerates a torn last line (records.read_part). When a unit appears twice the last complete
-record wins (`latest_trajectories`). A run folder from before verdicts.<judge>.jsonl existed has only
-verdicts.jsonl; its verdicts are kept as verdicts.<their judge>.jsonl before a different judge replaces them.
+A finished episode is appended to its writer's part file at once, as one gzip member of its own
+(gzip_members.py), so a crash loses at most the episodes in flight: reading skips an incomplete last member.
+Each writer session starts a part file of its own instead of appending after what a killed one may have torn,
+so damage can only ever be at a file's end. When a unit appears twice the last complete record wins
+(`latest_trajectories`), part files read in session order. Why gzip members, with the figures:
+docs/decisions.md#compact-run-folders.
+
+Folders written before this layout (uncompressed `part-<writer>.jsonl`, `verdicts.jsonl` for the judge chosen
+last beside identical `verdicts.<judge>.jsonl` copies, no `active_judge`) are read as they are; the first new
+write goes to a compressed session file, and the first verdicts written retire the old verdict files (the
+verdicts of a judge that has no other file are kept, compressed).
 """
 from __future__ import annotations
 
 import json
 import os
 import re
-import shutil
 import threading
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ecab.core.unit import UnitKey, unit_key
-from ecab.runs.records import ends_with_newline, first_judge, read_judgements, read_part, write_text_atomic
-from ecab.schema import TERMINATIONS, FormatError, Judgement, Task, Trajectory, dumps, read_tasks, write_jsonl
+from ecab.runs.gzip_members import compress_record
+from ecab.runs.records import first_judge, part_record, read_judgements, read_part, write_bytes_atomic, \
+    write_text_atomic
+from ecab.schema import TERMINATIONS, FormatError, Judgement, Task, Trajectory, read_tasks, write_jsonl
 
 CONFIG = "config.yaml"
 MANIFEST = "manifest.json"
 TASKS = "tasks.jsonl"
 TRAJECTORY_DIR = "trajectories"
-PART_GLOB = "part-*.jsonl"
-VERDICTS = "verdicts.jsonl"
+JSONL_GZ = ".jsonl.gz"                      # part files and verdict files (uncompressed: the previous layout)
+PART_FILE = re.compile(r"^part-(?P<writer>.+?)(?:\.(?P<session>\d+))?\.jsonl(?P<gz>\.gz)?$")
+LEGACY_VERDICTS = "verdicts.jsonl"          # the judge chosen last, in folders written before active_judge
+JUDGE_FILE = re.compile(r"^verdicts\.(?P<judge>[A-Za-z0-9_\-]+)\.jsonl(?P<gz>\.gz)?$")
+ACTIVE_JUDGE = "active_judge"               # the manifest key naming whose verdicts are read
+FOLDER_KEYS = (ACTIVE_JUDGE,)               # manifest keys RunFolder owns: kept when a caller rewrites it
 SUMMARY_JSON, SUMMARY_MD, PLOTS = "summary.json", "summary.md", "plots"
 REPORT = "report.html"
-JUDGE_FILE = re.compile(r"^verdicts\.([A-Za-z0-9_\-]+)\.jsonl$")
 
 
 class RunFolder:
@@ -47,12 +59,13 @@ class RunFolder:
         self.config_path = self.path / CONFIG
         self.manifest_path = self.path / MANIFEST
         self.tasks_file = self.path / TASKS
-        self.verdicts_path = self.path / VERDICTS
+        self.legacy_verdicts_path = self.path / LEGACY_VERDICTS
         self.summary_path = self.path / SUMMARY_JSON
         self.summary_md_path = self.path / SUMMARY_MD
         self.plots_dir = self.path / PLOTS
         self.report_path = self.path / REPORT
         self._append_lock = threading.Lock()
+        self._session_parts: dict[str, Path] = {}   # writer -> the part file this object appends to
         self.lock = None   # the folder's RunLock while a run holds it (ecab.run.prepare_folder)
 
     def release(self) -> None:
@@ -68,39 +81,53 @@ class RunFolder:
     # -- trajectories ----------------------------------------------------------------------------------
 
     def part_path(self, writer: str) -> Path:
-        return self.trajectories_dir / f"part-{writer}.jsonl"
+        """The part file this folder object appends `writer`'s episodes to: the first of
+        part-<writer>.jsonl.gz, part-<writer>.2.jsonl.gz, ... that did not exist when it was first asked for.
+        A new session never appends to an older one's file, whose last member a kill may have torn."""
+        with self._append_lock:
+            path = self._session_parts.get(writer)
+            if path is None:
+                session = 1
+                while (path := self.trajectories_dir / _part_name(writer, session)).exists():
+                    session += 1
+                self._session_parts[writer] = path
+            return path
 
     def part_files(self) -> list[Path]:
-        return sorted(self.trajectories_dir.glob(PART_GLOB))
+        """Every part file, compressed or from before compression, by writer and then in session order (the
+        order their records were written in)."""
+        if not self.trajectories_dir.is_dir():
+            return []
+        found = [(key, path) for path in self.trajectories_dir.iterdir() if (key := _part_order(path.name))]
+        return [path for _, path in sorted(found)]
 
     def has_trajectories(self) -> bool:
         return self.trajectories_dir.is_dir() and any(self.trajectories_dir.iterdir())
 
     def append_trajectory(self, writer: str, traj: Trajectory) -> None:
-        """Safe from several threads: runners call it off their event loop, and appends take turns."""
-        line = (dumps(traj) + "\n").encode("utf-8")
-        with self._append_lock, self.part_path(writer).open("ab") as handle:
-            # A writer killed mid-line leaves a torn last line; start on a fresh line so the torn bytes
-            # stay one skipped line instead of swallowing this record too.
-            if handle.tell() > 0 and not ends_with_newline(handle.name):
-                line = b"\n" + line
-            handle.write(line)
+        """Safe from several threads: runners call it off their event loop, and appends take turns. The record
+        is compressed before taking the turn (zlib lets other threads run meanwhile)."""
+        member = part_record(traj)
+        path = self.part_path(writer)
+        with self._append_lock, path.open("ab") as handle:
+            handle.write(member)
             handle.flush()
             os.fsync(handle.fileno())
 
     def write_part(self, writer: str, trajectories: Iterable[Trajectory]) -> None:
-        """A whole part file at once (an import), atomically."""
-        write_jsonl(self.part_path(writer), trajectories)
+        """A whole part file at once (an import), atomically, in the format appends write."""
+        self.create()
+        write_bytes_atomic(self.part_path(writer), b"".join(part_record(t) for t in trajectories))
 
     def iter_trajectories(self) -> Iterator[Trajectory]:
-        """Every recorded episode, part file by part file (see `read_part` for torn lines)."""
+        """Every recorded episode, part file by part file (see `read_part` for torn records)."""
         for part in self.part_files():
             for _, traj in read_part(part):
                 yield traj
 
     def latest_trajectories(self) -> dict[UnitKey, Trajectory]:
         """Exactly one record per unit, in unit-key order (so the order never depends on which writer
-        or which attempt wrote what). The last complete line per unit wins, except that an infra_error
+        or which attempt wrote what). The last complete record per unit wins, except that an infra_error
         record never replaces a finished one (a unit re-run after a crash may leave both)."""
         latest: dict[UnitKey, Trajectory] = {}
         for traj in self.iter_trajectories():
@@ -112,11 +139,11 @@ class RunFolder:
         return {key: latest[key] for key in sorted(latest, key=_sortable)}
 
     def read_trajectories(self) -> list[Trajectory]:
-        """Every line of every part file, as reduce reads them: at least one part file, and a termination
+        """Every record of every part file, as reduce reads them: at least one part file, and a termination
         it knows on every record (else a FormatError naming file, line and field)."""
         parts = self.part_files()
         if not parts:
-            raise FormatError(f"no {TRAJECTORY_DIR}/{PART_GLOB} files", path=self.path)
+            raise FormatError(f"no {TRAJECTORY_DIR}/part-*{JSONL_GZ} files", path=self.path)
         trajectories = []
         for part in parts:
             for lineno, traj in read_part(part):
@@ -129,7 +156,16 @@ class RunFolder:
     # -- manifest, config, tasks -----------------------------------------------------------------------
 
     def write_manifest(self, manifest: dict) -> None:
-        write_text_atomic(self.manifest_path, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+        """Replace the manifest with `manifest`, keeping the keys RunFolder owns (`active_judge`) from the
+        manifest it replaces when `manifest` does not set them."""
+        kept = {}
+        if self.manifest_path.is_file():
+            try:
+                old = self.read_manifest()
+            except ValueError:
+                old = {}
+            kept = {k: old[k] for k in FOLDER_KEYS if k in old and k not in manifest}
+        write_text_atomic(self.manifest_path, json.dumps({**manifest, **kept}, indent=2, ensure_ascii=False) + "\n")
 
     def read_manifest(self) -> dict:
         """The manifest to update ({} before the first write)."""
@@ -175,35 +211,81 @@ class RunFolder:
     # -- verdicts --------------------------------------------------------------------------------------
 
     def judge_file(self, judge_name: str) -> Path:
-        return self.path / f"verdicts.{_safe(judge_name)}.jsonl"
+        """Where `write_verdicts` puts a judge's verdicts."""
+        return self.path / f"verdicts.{_safe(judge_name)}{JSONL_GZ}"
 
     def judge_files(self) -> dict[str, Path]:
-        """{judge name: path} of the run's `verdicts.<judge>.jsonl` files."""
-        found = {}
-        for path in sorted(self.path.glob("verdicts.*.jsonl")):
+        """{judge name: path} of the run's verdict files, one per judge (the compressed file when a folder of
+        the previous layout also has the judge's `verdicts.<judge>.jsonl`)."""
+        found: dict[str, Path] = {}
+        for path in sorted(self.path.glob("verdicts.*.jsonl*")):
             match = JUDGE_FILE.match(path.name)
-            if match:
-                found[match.group(1)] = path
+            if match and (match["gz"] or match["judge"] not in found):
+                found[match["judge"]] = path
         return found
 
+    def active_judge(self) -> str | None:
+        """The judge whose verdicts the run's readers read, as the manifest names it (None: not named, as in
+        folders of the previous layout, or no verdicts yet)."""
+        name = self.read_manifest().get(ACTIVE_JUDGE) if self.manifest_path.is_file() else None
+        return name if isinstance(name, str) and name else None
+
+    @property
+    def verdicts_path(self) -> Path:
+        """The verdict file `read_verdicts` reads: the active judge's; in a folder of the previous layout
+        verdicts.jsonl; else the one judge's file if there is exactly one (verdicts.jsonl, missing, if none;
+        several judges' files and no active judge is a FormatError)."""
+        files, active = self.judge_files(), self.active_judge()
+        if active is not None:
+            if active not in files:
+                raise FormatError(f"the manifest's {ACTIVE_JUDGE} {active!r} has no verdict file "
+                                  f"{self.judge_file(active).name}", path=self.manifest_path, field=ACTIVE_JUDGE)
+            return files[active]
+        if self.legacy_verdicts_path.is_file() or not files:
+            return self.legacy_verdicts_path
+        if len(files) > 1:
+            raise FormatError(f"verdicts of the judges {', '.join(sorted(files))} and no {ACTIVE_JUDGE} naming "
+                              "the one to read", path=self.manifest_path, field=ACTIVE_JUDGE)
+        return next(iter(files.values()))
+
     def write_verdicts(self, judge_name: str, judgements: Iterable[Judgement]) -> Path:
-        """Write verdicts.jsonl and verdicts.<judge_name>.jsonl, keeping an older judge's verdicts; atomic."""
-        active = self.verdicts_path
-        if active.is_file():
-            previous = first_judge(active)
-            if previous and previous != judge_name and not self.judge_file(previous).exists():
-                shutil.copyfile(active, self.judge_file(previous))
-        text = "".join(dumps(j) + "\n" for j in judgements)
-        for path in (self.judge_file(judge_name), active):
-            write_text_atomic(path, text)
-        return active
+        """Write verdicts.<judge_name>.jsonl.gz (atomic), then name it active in the manifest; other judges'
+        files stay. Returns the path written."""
+        path = self.judge_file(judge_name)
+        write_jsonl(path, judgements)
+        manifest = self.read_manifest()
+        manifest[ACTIVE_JUDGE] = _safe(judge_name)
+        self.write_manifest(manifest)
+        self._retire_legacy_verdicts(judge_name)
+        return path
+
+    def _retire_legacy_verdicts(self, judge_name: str) -> None:
+        """A folder of the previous layout: its verdicts.jsonl goes (the manifest names the active judge now),
+        kept as its judge's file only when it is not a copy of one; the other uncompressed verdicts.<judge>.jsonl
+        are compressed, and `judge_name`'s is dropped (just rewritten). Runs after the manifest names the new
+        file and writes every new file before removing an old one, so a crash leaves a readable folder."""
+        written = _safe(judge_name)
+        plain = {m["judge"]: path for path in sorted(self.path.glob("verdicts.*.jsonl"))
+                 if (m := JUDGE_FILE.match(path.name))}
+        legacy = self.legacy_verdicts_path
+        if legacy.is_file():
+            data = legacy.read_bytes()
+            previous = first_judge(legacy)
+            copied = any(path.read_bytes() == data for path in plain.values())
+            if previous and not copied and _safe(previous) != written and _safe(previous) not in self.judge_files():
+                write_bytes_atomic(self.judge_file(previous), compress_record(data))
+            legacy.unlink()
+        for name, path in plain.items():
+            if name != written and not self.judge_file(name).exists():
+                write_bytes_atomic(self.judge_file(name), compress_record(path.read_bytes()))
+            path.unlink()
 
     def read_verdicts(self) -> list[Judgement]:
-        """The judgements of the judge chosen last (verdicts.jsonl, which must exist)."""
+        """The judgements of the active judge (`verdicts_path`, which must exist)."""
         return read_judgements(self.verdicts_path)
 
     def read_judge_verdicts(self) -> dict[str, list[Judgement]]:
-        """{judge: judgements} of every `verdicts.<judge>.jsonl` (empty when only one judge ran)."""
+        """{judge: judgements} of every judge's verdict file (one entry when only one judge ran)."""
         return {name: read_judgements(path) for name, path in self.judge_files().items()}
 
     # -- the whole run, and its summary ----------------------------------------------------------------
@@ -233,7 +315,19 @@ class RunFolder:
 
 
 def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "judge"
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", name) or "judge"
+
+
+def _part_name(writer: str, session: int) -> str:
+    return f"part-{writer}{JSONL_GZ}" if session == 1 else f"part-{writer}.{session}{JSONL_GZ}"
+
+
+def _part_order(name: str) -> tuple[str, int] | None:
+    """(writer, session) of a part file's name, the plain file of the previous layout first; None: not one."""
+    match = PART_FILE.match(name)
+    if match is None:
+        return None
+    return match["writer"], (int(match["session"] or 1) if match["gz"] else 0)
 
 
 def _sortable(key: UnitKey) -> tuple:

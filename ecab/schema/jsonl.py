@@ -1,15 +1,25 @@
-"""JSONL files: reading records line by line with errors that name file and line, and atomic writing."""
+"""JSONL files: reading records line by line with errors that name file and line, and atomic writing. A path
+ending in `.gz` is gzip-compressed JSONL, read and written the same way (what `zcat` shows is the JSONL)."""
 from __future__ import annotations
 
+import gzip
+import io
 import itertools
 import json
+import zlib
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import IO, Any, Iterable, Iterator
 
 from ecab.schema.record import FormatError, Record
 from ecab.schema.task import Task
 
 DEFAULT_MAX_LINE_BYTES = 4 * 2**20   # a task line longer than this is refused (benchmark.max_line_bytes)
+GZIP_SUFFIX = ".gz"
+GZIP_LEVEL = 6   # zlib's default: see docs/decisions.md#compact-run-folders
+
+
+def is_gzip(path: str | Path) -> bool:
+    return str(path).endswith(GZIP_SUFFIX)
 
 
 def iter_jsonl(path: str | Path, *, max_line_bytes: int | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -19,9 +29,12 @@ def iter_jsonl(path: str | Path, *, max_line_bytes: int | None = None) -> Iterat
     path = Path(path)
     if not path.exists():
         raise FormatError("file not found", path=path)
-    with path.open("rb") as handle:
+    with (gzip.open(path, "rb") if is_gzip(path) else path.open("rb")) as handle:
         for lineno in itertools.count(1):
-            raw = handle.readline(max_line_bytes + 2) if max_line_bytes else handle.readline()   # + "\r\n"
+            try:
+                raw = handle.readline(max_line_bytes + 2) if max_line_bytes else handle.readline()   # + "\r\n"
+            except (EOFError, OSError, zlib.error) as exc:   # gzip: cut short or corrupt
+                raise FormatError(f"unreadable gzip data ({exc})", path=path, line=lineno) from None
             if not raw:
                 return
             if max_line_bytes and len(raw.rstrip(b"\r\n")) > max_line_bytes:
@@ -71,17 +84,23 @@ def dumps(record: Record | dict) -> str:
 
 
 def write_jsonl(path: str | Path, records: Iterable[Record | dict]) -> int:
-    """Write records one per line, atomically (temp file + rename); returns the count."""
+    """Write records one per line, atomically (temp file + rename); returns the count. A `.gz` path is one
+    gzip stream with no file name or time in its header, so the same records always give the same bytes."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     n = 0
-    with tmp.open("w", encoding="utf-8") as handle:
+    with tmp.open("wb") as raw, _text_writer(raw, gzipped=is_gzip(path)) as handle:
         for record in records:
             handle.write(dumps(record) + "\n")
             n += 1
     tmp.replace(path)
     return n
+
+
+def _text_writer(raw: IO[bytes], *, gzipped: bool) -> IO[str]:
+    binary = gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=GZIP_LEVEL, mtime=0) if gzipped else raw
+    return io.TextIOWrapper(binary, encoding="utf-8", newline="\n")
 
 
 write_tasks = write_jsonl

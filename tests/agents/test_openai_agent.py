@@ -25,6 +25,7 @@ from ecab.env.tools import ToolBox
 from ecab.llm import ChatClient, ModelSettings, resolve_api_key
 from ecab.llm.limits import AdaptiveLimiter
 from ecab.llm.retry import retry_after_seconds, retrying
+from ecab.runs import RunFolder
 from ecab.schema import read_tasks
 from ecab.sim import SimServer
 
@@ -393,8 +394,7 @@ def test_end_to_end_run_with_model_sim(tmp_path):
     folder = tmp_path / "runs" / "e2e"
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["evaluated_samples"] == 3
-    trajectories = [json.loads(line) for part in (folder / "trajectories").glob("*.jsonl")
-                    for line in part.read_text().splitlines()]
+    trajectories = [t.to_dict() for t in RunFolder(folder).iter_trajectories()]
     assert len(trajectories) == 3 and all(t["usage"]["input_tokens"] > 0 for t in trajectories)
     assert all(t["termination"] in ("recommended", "invalid_recommendation", "no_tool_call") for t in trajectories)
     config = (folder / "config.yaml").read_text()

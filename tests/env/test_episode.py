@@ -181,7 +181,7 @@ def test_local_runner_checkpoints_every_episode_with_the_loaded_heap_frozen(real
 
     def on_done(traj):
         trajs.append(traj)
-        seen.append((gc.get_freeze_count(), len(folder.part_path("local").read_text().splitlines())))
+        seen.append((gc.get_freeze_count(), sum(1 for _ in folder.iter_trajectories())))
 
     before = gc.get_freeze_count()
     runner = LocalRunner(EpisodeOptions(model_cfg={"kind": "oracle"}), concurrency=4, progress=False)
@@ -190,6 +190,6 @@ def test_local_runner_checkpoints_every_episode_with_the_loaded_heap_frozen(real
     assert stats.runner == "local" and stats.retried_units == 0
     assert [t.termination for t in trajs] == ["recommended"] * len(units)
     assert all(frozen > before for frozen, _ in seen)
-    assert all(lines >= n for n, (_, lines) in enumerate(seen, start=1))   # its own line is already there
+    assert all(lines >= n for n, (_, lines) in enumerate(seen, start=1))   # its own record is already there
     assert gc.get_freeze_count() == before
     assert len(folder.latest_trajectories()) == len(units)

@@ -57,7 +57,7 @@ def test_both_judges_write_one_verdict_format_and_decide_by_the_one_rule(endpoin
         judgements = _judge_all(judge, tasks, EPISODES + [unknown_task_episode()])   # skipped
         assert len(judgements) == len(EPISODES)
         folder.write_verdicts(judge.name, judgements)
-        by_judge[judge.name] = [json.loads(line) for line in folder.judge_file(judge.name).read_text().splitlines()]
+        by_judge[judge.name] = [j.to_dict() for j in folder.read_verdicts()]        # the judge just written
         describe = judge.describe()
         assert describe["name"] == judge.name and json.dumps(describe)     # the manifest can record it
     rules, llm = by_judge["rules"], by_judge["llm"]

@@ -5,6 +5,7 @@ a test can queue scripted replies (a missing rubric, the string "false", a 429) 
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import os
 import subprocess
@@ -21,6 +22,7 @@ from ecab.judge.llm import (JUDGE_MARKER, JUDGE_SYSTEM_PROMPT, LLMJudge, JudgeRe
                             parse_results, user_prompt)
 from ecab.judge.sim_policy import is_judge_request, judge_reply
 from ecab.llm.cache import ReplyCache
+from ecab.runs import RunFolder
 from ecab.schema import Product, Review, Rubric, Task, Trajectory
 
 REPO = Path(__file__).resolve().parents[2]
@@ -377,6 +379,10 @@ def test_missing_judge_key_is_a_clear_error(monkeypatch):
 # python -m ecab.judge on a real run folder
 # ---------------------------------------------------------------------------------------------------------
 
+def gunzip(path: Path) -> str:
+    return gzip.decompress(path.read_bytes()).decode("utf-8")
+
+
 def _python(args: list[str], env: dict) -> subprocess.CompletedProcess:
     result = subprocess.run([sys.executable, *args], cwd=REPO, env=env, capture_output=True, text=True,
                             timeout=300)
@@ -396,18 +402,21 @@ def oracle_run(tmp_path_factory):
 
 def test_rejudge_cli_writes_both_verdict_files_and_hits_the_cache(oracle_run, endpoint, embedder):
     run_dir, env = oracle_run
-    rules_before = (run_dir / "verdicts.jsonl").read_text()
+    folder = RunFolder(run_dir)
+    assert folder.active_judge() == "rules" and set(folder.judge_files()) == {"rules"}
+    rules_before = gunzip(run_dir / "verdicts.rules.jsonl.gz")
     model = (f"judge.model={{name:sim-judge,base_url:'{endpoint.base_url}',model_id:{MODEL_ID},api_key_env:null,"
              f"price_per_million:{{input:1.0,output:4.0}}}}")
     args = ["-m", "ecab.judge", str(run_dir), "judge=llm", model]
     out = _python(args, env).stdout
     calls = len(endpoint.requests)
     assert calls > 0 and "re-judged" in out
-    # verdict files: the active one is the LLM's, the rules verdicts are kept beside it
-    assert (run_dir / "verdicts.rules.jsonl").read_text() == rules_before
-    llm_text = (run_dir / "verdicts.llm.jsonl").read_text()
+    # verdict files, one per judge: the active one is the LLM's, the rules verdicts are kept beside it
+    assert gunzip(run_dir / "verdicts.rules.jsonl.gz") == rules_before
+    llm_text = gunzip(run_dir / "verdicts.llm.jsonl.gz")
     llm_lines = [json.loads(line) for line in llm_text.splitlines()]
-    assert (run_dir / "verdicts.jsonl").read_text() == (run_dir / "verdicts.llm.jsonl").read_text()
+    assert folder.active_judge() == "llm" and folder.verdicts_path.name == "verdicts.llm.jsonl.gz"
+    assert sorted(p.name for p in run_dir.glob("verdicts*")) == ["verdicts.llm.jsonl.gz", "verdicts.rules.jsonl.gz"]
     assert {j["judge"] for j in llm_lines} == {"llm"}
     methods = {v["method"] for j in llm_lines for v in j["verdicts"]}
     assert "llm" in methods and "rule" in methods
@@ -433,17 +442,17 @@ def test_rejudge_cli_writes_both_verdict_files_and_hits_the_cache(oracle_run, en
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["tokens_and_cost"]["judge"]["total"]["calls"] == 0
     assert summary["tokens_and_cost"]["judge"]["total"]["cache_hits"] == calls
-    llm_text = (run_dir / "verdicts.llm.jsonl").read_text()
+    llm_text = gunzip(run_dir / "verdicts.llm.jsonl.gz")
     assert [json.loads(line)["verdicts"] for line in llm_text.splitlines()] == [j["verdicts"] for j in llm_lines]
 
     # back to the rules judge (in process: the session's embedder is already loaded): both files stay,
-    # verdicts.jsonl follows the chosen judge, and the reduce stage reads it
+    # the manifest's active judge follows the chosen judge, and the reduce stage reads its verdicts
     from ecab.judge.__main__ import rejudge
     from ecab.reduce import reduce_run
     summary = rejudge(run_dir, ["judge=rules"])
     assert summary["judge_model"] == "rules" and summary["tokens_and_cost"]["judge"]["episodes"] == 0
-    assert {json.loads(line)["judge"] for line in (run_dir / "verdicts.jsonl").read_text().splitlines()} == {"rules"}
-    assert (run_dir / "verdicts.llm.jsonl").read_text() == llm_text
+    assert folder.active_judge() == "rules" and {j.judge for j in folder.read_verdicts()} == {"rules"}
+    assert gunzip(run_dir / "verdicts.llm.jsonl.gz") == llm_text
     assert reduce_run(run_dir)["overall_accuracy"] == 1.0
 
 

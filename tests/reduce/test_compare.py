@@ -10,6 +10,7 @@ from test_reduce import make_run, write_run_folder
 
 from ecab.reduce.__main__ import main as cli_main
 from ecab.reduce.compare import compare_runs, row_labels
+from ecab.runs import RunFolder
 
 
 @pytest.fixture(scope="module")
@@ -20,15 +21,14 @@ def two_runs(tmp_path_factory):
     # the second run: another model, and E2 (T2, non-exact correct) judged wrong
     manifest = json.loads((short / "manifest.json").read_text(encoding="utf-8"))
     (short / "manifest.json").write_text(json.dumps({**manifest, "model": "m2"}), encoding="utf-8")
-    verdicts = (short / "verdicts.jsonl").read_text(encoding="utf-8").splitlines()
+    folder = RunFolder(short)
     edited = []
-    for line in verdicts:
-        j = json.loads(line)
-        if j["id"] == "T2" and j["predicted_product_id"] == "P-other":
-            j["all_satisfied"] = j["correct"] = False
-            j["verdicts"][1]["satisfied"] = False
-        edited.append(json.dumps(j))
-    (short / "verdicts.jsonl").write_text("\n".join(edited) + "\n", encoding="utf-8")
+    for j in folder.read_verdicts():
+        if j.id == "T2" and j.predicted_product_id == "P-other":
+            j.all_satisfied = j.correct = False
+            j.verdicts[1].satisfied = False
+        edited.append(j)
+    folder.write_verdicts("rules", edited)
     return root, full, short
 
 

@@ -11,6 +11,7 @@ from ecab.reduce import reduce_run
 from ecab.reduce.__main__ import main as cli_main
 from ecab.reduce.original import (EVALUATION_KEYS, PREDICTION_KEYS, RUBRIC_RESULT_KEYS, export_run,
                                   import_original, steps_from_messages)
+from ecab.runs import RunFolder
 from ecab.schema import FormatError, Step, Trajectory
 
 
@@ -123,6 +124,16 @@ def test_export_writes_exactly_the_spec_keys(exported):
     assert infra["error_message"] == "connection reset"
 
 
+def test_export_is_the_same_bytes_from_a_folder_of_the_previous_layout(exported, tmp_path):
+    """The original-format export reads the run through RunFolder: a folder of the previous layout
+    (uncompressed part files, verdicts.jsonl) and the compact one give byte-identical files."""
+    root, _, _, paths = exported
+    legacy = write_run_folder(tmp_path, build_run(), legacy=True)
+    again = export_run(legacy, tmp_path / "export")
+    assert [p.name for p in again] == [p.name for p in paths]
+    assert all(a.read_bytes() == b.read_bytes() for a, b in zip(again, paths))
+
+
 def test_steps_are_rebuilt_from_the_messages(exported):
     _, run_dir, _, _ = exported
     tasks, trajectories, _ = build_run()
@@ -143,7 +154,9 @@ def test_round_trip_gives_the_same_summary_numbers(exported):
     imported = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     infra_only = json.loads((root / "runs" / "imported1" / "summary.json").read_text(encoding="utf-8"))
     assert infra_only["runtime_error_count"] == 1 and infra_only["evaluated_samples"] == 0
-    assert (out / "verdicts.llm.jsonl").is_file() and (out / "trajectories" / "part-imported.jsonl").is_file()
+    assert (out / "verdicts.llm.jsonl.gz").is_file() and (out / "trajectories" / "part-imported.jsonl.gz").is_file()
+    assert RunFolder(out).active_judge() == "llm" and sorted(p.name for p in out.glob("verdicts*")) == [
+        "verdicts.llm.jsonl.gz"]
     same = ("overall_accuracy", "overall_rubric_satisfaction", "evaluated_samples", "exact_match_correct",
             "non_exact_but_correct", "judge_only_correct", "judge_misjudged_count", "total_rubrics",
             "satisfied_rubrics", "unscored_rubrics", "by_intent",
@@ -198,7 +211,7 @@ def test_import_without_evaluation_and_unknown_ids_are_skipped(exported, tmp_pat
     predictions.write_text(paths[0].read_text(encoding="utf-8") + json.dumps(extra) + "\n", encoding="utf-8")
     manifest = import_original(tmp_path / "run", benchmark=root / "tasks.jsonl", predictions=predictions)
     assert manifest["skipped_predictions"] == ["NOT-IN-BENCHMARK"] and manifest["imported_episodes"] == 5
-    assert not (tmp_path / "run" / "verdicts.jsonl").exists() and not (tmp_path / "run" / "summary.json").exists()
+    assert not list((tmp_path / "run").glob("verdicts*")) and not (tmp_path / "run" / "summary.json").exists()
 
 
 def test_cli_export_and_import(exported, tmp_path, capsys):

@@ -10,6 +10,7 @@ E7 T3 trial 1, agent_error                                     -> evaluated and 
 """
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from ecab.reduce.interaction import review_failure_kind, search_depth
 from ecab.reduce.outcome import Outcome
 from ecab.reduce.rates import percentile, spread
 from ecab.reduce.report import render_markdown
+from ecab.runs import RunFolder
 from ecab.schema import (ClarificationScript, ClarificationSlot, FormatError, Judgement, Product, Rubric, Step,
                          Task, Trajectory, Verdict, Voucher, write_jsonl)
 
@@ -415,22 +417,32 @@ def test_summary_md_layout(summary, tmp_path):
     assert json.loads((tmp_path / "summary.json").read_text(encoding="utf-8")) == summary
 
 
-def write_run_folder(root: Path, run, *, tasks_path: str | None = None) -> Path:
+def write_run_folder(root: Path, run, *, tasks_path: str | None = None, legacy: bool = False) -> Path:
+    """The run folder of `run` as ecab writes it (through RunFolder), or with legacy=True as the version before
+    compact run folders wrote it: uncompressed part files, verdicts.jsonl, no active_judge in the manifest."""
     tasks, trajectories, judgements = run
     run_dir = root / "runs" / "small"
     write_jsonl(root / "tasks.jsonl", tasks.values())
-    # Two workers' part files, in an order unlike the units': the result must not depend on it.
-    write_jsonl(run_dir / "trajectories" / "part-00000.jsonl", trajectories[4:])
-    write_jsonl(run_dir / "trajectories" / "part-00001.jsonl", trajectories[:4])
-    write_jsonl(run_dir / "verdicts.jsonl", reversed(judgements))
     manifest = {"tasks_path": tasks_path or str(root / "tasks.jsonl"), "config_hash": "abc"}
-    (run_dir / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    # Two workers' part files, in an order unlike the units': the result must not depend on it.
+    if legacy:
+        write_jsonl(run_dir / "trajectories" / "part-00000.jsonl", trajectories[4:])
+        write_jsonl(run_dir / "trajectories" / "part-00001.jsonl", trajectories[:4])
+        write_jsonl(run_dir / "verdicts.jsonl", reversed(judgements))
+        (run_dir / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    else:
+        folder = RunFolder(run_dir).create()
+        folder.write_part("00000", trajectories[4:])
+        folder.write_part("00001", trajectories[:4])
+        folder.write_manifest(manifest)
+        folder.write_verdicts("rules", reversed(judgements))
     (run_dir / "config.yaml").write_text("model: m\n", encoding="utf-8")
     return run_dir
 
 
-def test_reduce_run_reproduces_the_summary(run, summary, tmp_path):
-    run_dir = write_run_folder(tmp_path, run, tasks_path="../../tasks.jsonl")   # relative to the run folder
+@pytest.mark.parametrize("legacy", [False, True], ids=["compact", "previous-layout"])
+def test_reduce_run_reproduces_the_summary(run, summary, tmp_path, legacy):
+    run_dir = write_run_folder(tmp_path, run, tasks_path="../../tasks.jsonl", legacy=legacy)   # relative to the run
     assert reduce_run(run_dir) == summary
     assert json.loads((run_dir / "summary.json").read_text(encoding="utf-8")) == summary
     assert (run_dir / "summary.md").read_text(encoding="utf-8").startswith("# Evaluation Summary")
@@ -439,22 +451,35 @@ def test_reduce_run_reproduces_the_summary(run, summary, tmp_path):
 def test_reduce_run_bad_folders_give_one_clear_error(run, tmp_path):
     with pytest.raises(FormatError, match="run folder not found"):
         reduce_run(tmp_path / "nope")
-    run_dir = write_run_folder(tmp_path, run)
+    run_dir = write_run_folder(tmp_path, run, legacy=True)
     (run_dir / "verdicts.jsonl").write_text('{"id": "T1"}\n{not json\n', encoding="utf-8")
     with pytest.raises(FormatError, match=r"verdicts.jsonl:2: malformed JSON"):
         reduce_run(run_dir)
+    compact = write_run_folder(tmp_path / "compact", run)
+    (compact / "verdicts.rules.jsonl.gz").write_bytes(gzip.compress(b'{"id": "T1"}\n{not json\n'))
+    with pytest.raises(FormatError, match=r"verdicts.rules.jsonl.gz:2: malformed JSON"):
+        reduce_run(compact)
+    (compact / "verdicts.rules.jsonl.gz").write_bytes(gzip.compress(b'{"id": "T1"}\n' * 100)[:-30])
+    with pytest.raises(FormatError, match=r"verdicts.rules.jsonl.gz:\d+: unreadable gzip data"):
+        reduce_run(compact)
+    (compact / "verdicts.rules.jsonl.gz").unlink()
+    with pytest.raises(FormatError, match=r"active_judge 'rules' has no verdict file verdicts.rules.jsonl.gz"):
+        reduce_run(compact)
     (run_dir / "manifest.json").write_text("{}", encoding="utf-8")
     with pytest.raises(FormatError, match="field 'tasks_path'"):
         reduce_run(run_dir)
 
 
-def test_unknown_termination_names_file_and_line(run, tmp_path):
-    run_dir = write_run_folder(tmp_path, run)
-    part = run_dir / "trajectories" / "part-00000.jsonl"
-    lines = part.read_text(encoding="utf-8").splitlines()
+@pytest.mark.parametrize("legacy", [False, True], ids=["compact", "previous-layout"])
+def test_unknown_termination_names_file_and_line(run, tmp_path, legacy):
+    run_dir = write_run_folder(tmp_path, run, legacy=legacy)
+    [part] = (run_dir / "trajectories").glob("part-00000.jsonl*")
+    data = part.read_bytes()
+    lines = (gzip.decompress(data) if not legacy else data).decode("utf-8").splitlines()
     lines[1] = lines[1].replace('"termination": "invalid_recommendation"', '"termination": "gave_up"')
-    part.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    with pytest.raises(FormatError, match=r"part-00000.jsonl:2: field 'termination': unknown termination 'gave_up'"):
+    data = "".join(line + "\n" for line in lines).encode("utf-8")
+    part.write_bytes(data if legacy else b"".join(gzip.compress(line + b"\n") for line in data.splitlines()))
+    with pytest.raises(FormatError, match=rf"{part.name}:2: field 'termination': unknown termination 'gave_up'"):
         reduce_run(run_dir)
 
 
@@ -513,7 +538,9 @@ def test_a_resumed_units_infra_retry_never_replaces_its_finished_record():
 
 
 def test_a_torn_last_line_from_a_killed_writer_is_skipped(run, summary, tmp_path):
-    run_dir = write_run_folder(tmp_path, run)
+    """A part file of the previous layout (uncompressed), as a writer of that version left it; the compressed
+    format's torn records: tests/test_units_and_folder.py."""
+    run_dir = write_run_folder(tmp_path, run, legacy=True)
     part = run_dir / "trajectories" / "part-00000.jsonl"
     with part.open("a", encoding="utf-8") as handle:
         handle.write('{"id": "T1", "unit": {"task_id"')      # half a line, no newline

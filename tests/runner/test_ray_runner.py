@@ -104,7 +104,7 @@ def test_two_node_ray_run_matches_local_through_one_runner_protocol(ray_cluster,
     assert stats.runner == "ray" and stats.cluster.catalog_shards == 2 and stats.cluster.catalog_replicas == 2
     assert stats.cluster.nodes == 2, "actors should spread over both nodes"
     assert stats.retried_units == 0 and stats.catalog_actor_restarts == 0
-    assert len(list(folder.trajectories_dir.glob("part-ray-w*.jsonl"))) == 2, "one part file per worker"
+    assert len(list(folder.trajectories_dir.glob("part-ray-w*.jsonl.gz"))) == 2, "one part file per worker"
     assert summary["total_samples"] == 8
     assert trajectories(folder) == trajectories(local_folder)
     assert untimed(summary) == untimed(local_summary)

@@ -1,6 +1,7 @@
 """Checkpoint and resume: `kill -9` in the middle of `python -m ecab.run`, then the same command again,
-gives exactly one trajectory per unit and the summary of an uninterrupted run; torn and duplicate lines in
-the part files are read as the last complete record per unit."""
+gives exactly one trajectory per unit and the summary of an uninterrupted run; torn and duplicate records in
+the part files (gzip members, docs/architecture.md §8) are read as the last complete record per unit."""
+import gzip
 import json
 import os
 import signal
@@ -14,6 +15,7 @@ import pytest
 from ecab.config import load_config
 from ecab.run import main_job
 from ecab.runs import RunFolder
+from ecab.runs.records import part_record, read_part
 from ecab.schema import Trajectory
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,12 +51,12 @@ def uninterrupted(base, tmp_path_factory):
     return main_job(cfg)
 
 
-def wait_for_lines(path: Path, n: int, proc: subprocess.Popen, timeout: float = 120) -> int:
+def wait_for_records(path: Path, n: int, proc: subprocess.Popen, timeout: float = 120) -> int:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        lines = path.read_text().count("\n") if path.exists() else 0
-        if lines >= n:
-            return lines
+        records = sum(1 for _ in read_part(path)) if path.exists() else 0
+        if records >= n:
+            return records
         if proc.poll() is not None:
             raise AssertionError(f"the run ended before it was killed:\n{proc.stdout.read()}")
         time.sleep(0.05)
@@ -67,9 +69,9 @@ def test_kill_9_then_rerun_equals_an_uninterrupted_run(base, uninterrupted, tmp_
     slow = [*overrides, "runner.step_delay_s=0.15", "runner.concurrency=2"]
     proc = subprocess.Popen([sys.executable, "-m", "ecab.run", *slow], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    part = tmp_path / "killed" / "trajectories" / "part-local.jsonl"
+    part = tmp_path / "killed" / "trajectories" / "part-local.jsonl.gz"
     try:
-        written = wait_for_lines(part, 2, proc)
+        written = wait_for_records(part, 2, proc)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
     finally:
@@ -78,13 +80,15 @@ def test_kill_9_then_rerun_equals_an_uninterrupted_run(base, uninterrupted, tmp_
     assert proc.returncode == -signal.SIGKILL
     assert 2 <= written < N_TASKS, "the kill must land mid-run"
     assert not (tmp_path / "killed" / "summary.json").exists()
-    # What a kill in the middle of a write leaves behind: a torn last line.
-    with part.open("a") as handle:
-        handle.write('{"id": "torn", "trajectory": [{"step"')
+    # What a kill in the middle of a write leaves behind: a torn last member.
+    with part.open("ab") as handle:
+        handle.write(gzip.compress(b'{"id": "torn", "trajectory": [{"step": 1}]}\n' * 40)[:-12])
 
     summary = main_job(load_config(overrides))   # the same command again: resumes
 
     folder = RunFolder(tmp_path / "killed")
+    assert [p.name for p in folder.part_files()] == ["part-local.jsonl.gz", "part-local.2.jsonl.gz"], \
+        "the resumed run writes a file of its own, never after the torn bytes"
     latest = folder.latest_trajectories()
     assert len(latest) == N_TASKS and len({k[0] for k in latest}) == N_TASKS, "exactly one per unit"
     manifest = json.loads(folder.manifest_path.read_text())
@@ -97,16 +101,17 @@ def record(task_id: str, termination: str, predicted: str | None) -> Trajectory:
                       unit={"task_id": task_id, "model": "m", "budget": 5, "seed": 1, "trial": 0})
 
 
-def test_torn_and_duplicate_lines_read_as_one_record_per_unit(tmp_path):
+def test_torn_and_duplicate_records_read_as_one_record_per_unit(tmp_path):
     folder = RunFolder(tmp_path / "run").create()
     folder.append_trajectory("w1", record("b", "infra_error", None))
     folder.append_trajectory("w1", record("b", "recommended", "P1"))
     folder.append_trajectory("w1", record("a", "recommended", "P2"))
-    with folder.part_path("w1").open("a") as handle:
-        handle.write('{"id": "a", "predicted_product_id": "TORN')          # killed mid-line
-    folder.append_trajectory("w1", record("a", "recommended", "P3"))      # the next writer starts a new line
+    with folder.part_path("w1").open("ab") as handle:
+        handle.write(part_record(record("a", "recommended", "TORN"))[:-9])   # killed mid-write
+    folder = RunFolder(folder.path)                                        # the next session: a file of its own
+    folder.append_trajectory("w1", record("a", "recommended", "P3"))
     folder.append_trajectory("w2", record("b", "infra_error", None))      # a later failed re-run elsewhere
     latest = folder.latest_trajectories()
     assert [k[0] for k in latest] == ["a", "b"], "one record per unit, in unit order"
-    assert latest[("a", "m", 5, 1, 0)].predicted_product_id == "P3", "the last complete line wins"
+    assert latest[("a", "m", 5, 1, 0)].predicted_product_id == "P3", "the last complete record wins"
     assert latest[("b", "m", 5, 1, 0)].predicted_product_id == "P1", "a finished record beats a later infra_error"
