@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from ecab.config import load_config
+from ecab.reduce import reduce_run
 from ecab.run import main_job
 from ecab.runs import RunFolder
 from ecab.runs.records import part_record, read_part
@@ -115,3 +116,43 @@ def test_torn_and_duplicate_records_read_as_one_record_per_unit(tmp_path):
     assert [k[0] for k in latest] == ["a", "b"], "one record per unit, in unit order"
     assert latest[("a", "m", 5, 1, 0)].predicted_product_id == "P3", "the last complete record wins"
     assert latest[("b", "m", 5, 1, 0)].predicted_product_id == "P1", "a finished record beats a later infra_error"
+
+
+def to_previous_layout(folder: RunFolder) -> None:
+    """Rewrite a finished run folder as the version before compact run folders wrote it: an uncompressed
+    part-local.jsonl (the same lines that version wrote), verdicts.jsonl beside an identical
+    verdicts.rules.jsonl, no active_judge in the manifest."""
+    lines = b"".join(gzip.decompress(p.read_bytes()) for p in folder.part_files())
+    for part in folder.part_files():
+        part.unlink()
+    (folder.trajectories_dir / "part-local.jsonl").write_bytes(lines)
+    verdicts = gzip.decompress(folder.judge_file("rules").read_bytes())
+    folder.judge_file("rules").unlink()
+    for name in ("verdicts.jsonl", "verdicts.rules.jsonl"):
+        (folder.path / name).write_bytes(verdicts)
+    manifest = json.loads(folder.manifest_path.read_text())
+    del manifest["active_judge"]
+    folder.manifest_path.write_text(json.dumps(manifest, indent=2))
+
+
+def test_a_run_folder_of_the_previous_layout_reduces_and_resumes(base, uninterrupted, tmp_path):
+    overrides = [*base, f"run.dir={tmp_path}", "run.name=old"]
+    main_job(load_config(overrides))
+    folder = RunFolder(tmp_path / "old")
+    written = folder.summary_path.read_text()
+    to_previous_layout(folder)
+    reduce_run(folder.path, plots=False)           # read as it is: the same summary, byte for byte
+    assert folder.summary_path.read_text() == written
+    # That version killed after 3 episodes, the 4th torn mid-line: the part file it left.
+    part = folder.trajectories_dir / "part-local.jsonl"
+    lines = part.read_bytes().splitlines(keepends=True)
+    part.write_bytes(b"".join(lines[:3]) + lines[3][:100])
+    folder.summary_path.unlink()
+
+    summary = main_job(load_config(overrides))   # resumed by this version
+
+    assert untimed(summary) == untimed(uninterrupted)
+    assert json.loads(folder.manifest_path.read_text())["runner_stats"]["resumed_units"] == 3
+    assert [p.name for p in folder.part_files()] == ["part-local.jsonl", "part-local.jsonl.gz"]
+    assert sorted(p.name for p in folder.path.glob("verdicts*")) == ["verdicts.rules.jsonl.gz"]
+    assert folder.active_judge() == "rules"
