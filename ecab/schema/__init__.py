@@ -9,7 +9,7 @@ The public face every stage imports (`from ecab.schema import Task`); each conce
   voucher.py     Voucher (+ VoucherTier, StackedCoupon) and the price after it
   task.py        Task, Persona, ClarificationScript, ClarificationSlot: one line of benchmark.jsonl
   trajectory.py  Step, Trajectory: one episode (the original's predictions line + ecab's fields)
-  judgement.py   Verdict, Judgement: one line of verdicts.jsonl
+  judgement.py   Verdict, Judgement: one line of verdicts.<judge>.jsonl.gz
   jsonl.py       reading and writing JSONL files (iter_jsonl, read_tasks, write_jsonl, ...)
 """
 from ecab.schema.jsonl import (DEFAULT_MAX_LINE_BYTES, dumps, iter_jsonl, iter_tasks, read_tasks, write_jsonl,

@@ -1,4 +1,5 @@
-"""Judging records: the verdict on one rubric and the judgement of one episode (a line of `verdicts.jsonl`)."""
+"""Judging records: the verdict on one rubric and the judgement of one episode (a line of a run folder's
+`verdicts.<judge>.jsonl.gz`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ class Verdict(Record):
 
 @dataclass
 class Judgement(Record):
-    """The verdicts of one episode (one line of `verdicts.jsonl`).
+    """The verdicts of one episode (one line of `verdicts.<judge>.jsonl.gz`).
 
     correct = exact_product_match OR all_satisfied (docs/original-harness.md §4.4). A rubric whose verdict is unscored
     (satisfied None) makes `all_satisfied` None unless another rubric already failed; such episodes are
