@@ -63,6 +63,8 @@ def _kind(folder: RunFolder, path: Path) -> str:
         return "verdicts"
     if path == folder.tasks_file:
         return "tasks.jsonl"
+    if path == folder.report_path:
+        return "report.html"
     return "other (summary, plots, config, manifest)"
 
 
@@ -131,7 +133,7 @@ def main(argv: list[str] | None = None) -> None:
     sizes = on_disk(folder)
     previous = {"trajectories": sum(map(len, traj_lines)), "verdicts": 2 * sum(map(len, verdict_lines))}
     print(f"{'on disk, bytes per episode':42} {'this folder':>12} {'previous layout':>16}")
-    for kind in ("trajectories", "verdicts", "tasks.jsonl", "other (summary, plots, config, manifest)"):
+    for kind in ("trajectories", "verdicts", "tasks.jsonl", "report.html", "other (summary, plots, config, manifest)"):
         print(f"{kind:42} {sizes.get(kind, 0) / n:12,.0f} {previous.get(kind, sizes.get(kind, 0)) / n:16,.0f}")
     print(f"{'total':42} {sum(sizes.values()) / n:12,.0f} "
           f"{sum({**sizes, **previous}.values()) / n:16,.0f}\n")
