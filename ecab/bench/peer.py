@@ -40,10 +40,10 @@ import time
 from pathlib import Path
 
 from ecab.bench.peer_case import SIDES
+from ecab.bench.peer_records import identical_calls
 from ecab.core.process_env import configure_process_env
 
 SIDE_LABELS = {"ecab": "ecab", "inspect": "inspect_ai"}
-MAX_DIFFERING = 5       # task ids listed when calls differ
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -92,22 +92,6 @@ def side_row(result: dict, admitted_per_ds: dict, latency_s: float) -> dict:
             "cpu_ms_per_turn": 1000 * result["cpu_s"] / max(1, turns), "cpu_s": result["cpu_s"],
             "rss_before_mb": result["rss_before_mb"], "peak_rss_mb": result["peak_rss_mb"], "wall_s": result["wall_s"], "errors": result["errors"],
             "load_avg_1m_after": result.get("load_avg_1m_after"), "versions": result["versions"]}
-
-
-def identical_calls(records_by_side: dict[str, list[dict]]) -> dict:
-    """Per task, whether every episode of it on every side made the same tool calls with the same results,
-    and none failed (a task missing from a side is not identical): {"tasks", "identical", "differing": [a
-    few task ids]}."""
-    sequences: dict[str, set] = {}
-    failed: set[str] = set()
-    for records in records_by_side.values():
-        for record in records:
-            sequences.setdefault(record["task_id"], set()).add(json.dumps(record["calls"]))
-            if record["failed"]:
-                failed.add(record["task_id"])
-    on_every_side = set.intersection(*({r["task_id"] for r in records} for records in records_by_side.values()))
-    same = {t for t, seen in sequences.items() if len(seen) == 1 and t not in failed and t in on_every_side}
-    return {"tasks": len(sequences), "identical": len(same), "differing": sorted(set(sequences) - same)[:MAX_DIFFERING]}
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -18,15 +18,14 @@ both interpreters.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import resource
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
+from ecab.bench.peer_records import call_entry, episode_record
 from ecab.core.process_env import configure_process_env
 
 SIDES = ("ecab", "inspect")
@@ -42,18 +41,6 @@ def peak_rss_mb() -> float:
     """This process's resident-memory peak over its life (ru_maxrss, KiB on Linux): the episodes' peak, since
     the process does nothing bigger."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def call_entry(name: str, arguments: Any, result_text: str) -> list[str]:
-    """One tool call as the comparison sees it: the tool, its arguments as canonical JSON, and a digest of
-    the result text the model was sent."""
-    args = arguments if isinstance(arguments, str) else json.dumps(arguments, sort_keys=True, ensure_ascii=False)
-    return [name, args, hashlib.sha256(result_text.encode()).hexdigest()[:16]]
-
-
-def episode_record(task_id: str, trial: int, turns: int, failed: bool, calls: list[list[str]]) -> dict:
-    return {"task_id": task_id, "trial": trial, "finished_at": time.time(), "turns": turns, "failed": failed,
-            "calls": calls}
 
 
 def ecab_record(traj) -> dict:

@@ -32,7 +32,7 @@ from inspect_ai.model import (ChatMessageAssistant, ChatMessageSystem, ChatMessa
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.tool import ToolDef, ToolParams
 
-from ecab.bench.peer_case import call_entry, episode_record
+from ecab.bench.peer_records import call_entry, episode_record
 from ecab.env.agent_protocol import system_prompt
 from ecab.env.episode import MULTI_CALL_ERROR, NO_TOOL_REMINDER
 from ecab.env.tools import TERMINAL_TOOL, ToolBox, tool_schemas

@@ -16,8 +16,9 @@ import os
 
 import pytest
 
-from ecab.bench.peer import identical_calls, main as peer_main, side_row
+from ecab.bench.peer import main as peer_main, side_row
 from ecab.bench.peer_case import run_side
+from ecab.bench.peer_records import identical_calls
 from ecab.bench.throughput import sim_config, sim_model_cfg
 from ecab.sim.process import SimProcess
 
