@@ -50,7 +50,7 @@ SIDE_LABELS = {"ecab": "ecab", "inspect": "inspect_ai"}
 # One side of one case, in its own process
 # ---------------------------------------------------------------------------------------------------------
 
-def run_side(side: str, spec: dict, python: str, environ: dict | None = None) -> dict:
+def run_side_process(side: str, spec: dict, python: str, environ: dict | None = None) -> dict:
     """Run one side of one case (peer_case.py) under `python`; its result, or a RuntimeError with the
     process's last lines."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -90,7 +90,8 @@ def side_row(result: dict, admitted_per_ds: dict, latency_s: float) -> dict:
             "turns_per_episode": per_episode, "llm_turns_per_s": turn_rate, "eps_per_s": eps,
             "ideal_eps_per_s": ideal, "share_of_ideal": eps / ideal if ideal else 0.0,
             "cpu_ms_per_turn": 1000 * result["cpu_s"] / max(1, turns), "cpu_s": result["cpu_s"],
-            "rss_before_mb": result["rss_before_mb"], "peak_rss_mb": result["peak_rss_mb"], "wall_s": result["wall_s"], "errors": result["errors"],
+            "rss_before_mb": result["rss_before_mb"], "peak_rss_mb": result["peak_rss_mb"],
+            "wall_s": result["wall_s"], "errors": result["errors"],
             "load_avg_1m_after": result.get("load_avg_1m_after"), "versions": result["versions"]}
 
 
@@ -117,7 +118,7 @@ def format_case(case: dict, latency_s: float) -> str:
     line("failed episodes", lambda r: f"{r['failed']}/{r['units']}")
     line("LLM turns per episode", lambda r: f"{r['turns_per_episode']:.1f}")
     line("wall (s)", lambda r: f"{r['wall_s']:.0f}")
-    line("load avg after (1 min)", lambda r: f"{r['load_avg_1m_after']:.1f}")
+    line("load avg after (1 min)", lambda r: f"{r.get('load_avg_1m_after') or 0.0:.1f}")
     same = case["identical"]
     verdict = f"  identical tool calls and results per task: {same['identical']}/{same['tasks']}"
     if same["differing"]:
@@ -198,7 +199,7 @@ def run(args: argparse.Namespace) -> dict:
                     "budget": args.budget, "episodes": units, "overrides": list(args.overrides)}
             for side in args.sides:
                 python, environ = interpreters[side]
-                result = run_side(side, spec, python, environ)
+                result = run_side_process(side, spec, python, environ)
                 result["load_avg_1m_after"] = os.getloadavg()[0]
                 results[(concurrency, side)] = result
                 print(f"  {SIDE_LABELS[side]:>10} C={concurrency}: {len(result['episodes'])}/{units} episodes in "
