@@ -9,7 +9,7 @@ export RAY_USAGE_STATS_ENABLED=0
 export HF_HUB_OFFLINE=1
 export TOKENIZERS_PARALLELISM=false
 
-.PHONY: run test install bench clean
+.PHONY: run test install bench bench-peer clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,10 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m ecab.bench.search
+
+# ecab vs inspect_ai on one simulated endpoint (inspect_ai gets its own venv under the cache on first use).
+bench-peer: $(STAMP)
+	$(PY) -m ecab.bench.peer $(ARGS)
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache
