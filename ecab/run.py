@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from ecab.config import ConfigError, die, preflight, require, validate_numbers
 from ecab.core.process_env import configure_process_env
 from ecab.env.agent_protocol import EndpointRefused
+from ecab.runner.protocol import RunnerFailed
 from ecab.schema import DEFAULT_MAX_LINE_BYTES, FormatError, Task, read_tasks
 from ecab.view import report_after_run
 
@@ -368,6 +369,8 @@ def main(cfg: DictConfig) -> None:
         die(str(exc))
     except EndpointRefused as exc:
         die(f"{exc}; stopped the run (finished episodes are saved)")
+    except RunnerFailed as exc:
+        die(str(exc))
     except KeyboardInterrupt:
         die("interrupted; finished episodes are saved, re-run the same command to resume", code=130)
     if summary["infra_error_units"]:

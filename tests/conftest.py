@@ -223,3 +223,13 @@ def view_runs(tmp_path_factory) -> dict[str, Path | str]:
     assert cli.returncode == 0, cli.stderr[-3000:]
     main_job(load_config([*common, "model=random", "run.name=random"]))
     return {"heuristic": runs / "heuristic", "random": runs / "random", "heuristic_log": cli.stdout}
+
+
+# A small generated benchmark (600 products, 2 tasks per intent): `python -m ecab.run`'s end-to-end tests share
+# its cache, so the catalog and the tasks are built once per session.
+SMALL_RUN = ["catalog.products=600", "benchmark.n_per_intent=2", "run.progress=false"]
+
+
+@pytest.fixture(scope="session")
+def small_run_cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("ecab-small-run-cache")

@@ -11,14 +11,15 @@ import pytest
 from ecab.config import ConfigError, load_config, preflight
 from ecab.run import main_job
 from ecab.runs import RunFolder
+from conftest import SMALL_RUN
 
 ROOT = Path(__file__).resolve().parents[1]
-SMALL = ["catalog.products=600", "benchmark.n_per_intent=2", "run.progress=false"]
+SMALL = SMALL_RUN
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("ecab-cache")
+def cache_dir(small_run_cache):
+    return small_run_cache
 
 
 def run_job(cache_dir, run_dir, *overrides):

@@ -1,29 +1,35 @@
-"""`python -m ecab.bench.throughput`: episodes per second through the LLM path, runner=local vs runner=ray.
+"""`python -m ecab.bench.throughput`: episodes per second through the LLM path, runner=local (one event loop, or
+one per core) vs runner=ray, with short (budget 10) and full-length (budget 100) episodes.
 
 A benchmark, not a test. It starts the simulated OpenAI-compatible endpoint (ecab/sim, in its own process:
 `SimProcess`) with a fixed latency L (1 s by default) and runs the `sim` model (the real openai client, tenacity,
-the adaptive limiter) on the cached default catalog, at concurrency C in {64, 256, 1024}, with both runners in
-one run:
+the adaptive limiter) on the cached default catalog, at concurrency C in {64, 256, 1024}, with both runners and
+both budgets in one run:
 
-- achieved episodes/s in steady state (all C slots busy) vs the ideal C / (steps x L), where steps is the
-  measured mean number of LLM turns per episode, and where a step's time went (the LLM call, limiter
-  waits included; the tool) with the share of search pages served from the page cache;
+- achieved episodes/s in steady state (all C slots busy) vs the lower of two bounds measured in the same case:
+  the ideal C / (steps x L), where steps is the mean number of LLM turns per episode, and the machine's CPU
+  limit, cores / (CPU per LLM turn) / steps, where the CPU per turn is the harness's (every process of the
+  runner: the episode processes, a local Ray's daemons and workers) plus the simulator's, which shares this
+  machine (a real endpoint would not); both are printed;
+- the p95 latency of the first search of the C episodes that started first (the burst when C episodes start
+  together; `--warm both` runs runner=local's cases without and with the first-query warm-up);
+- where a step's time went (the LLM call, limiter waits included; the tool) with the share of search pages
+  served from the page cache;
 - under rate limiting (the simulator's RPM bucket below the demand): the rate of requests the endpoint
   admitted, from the first request until fewer than C episodes were left (while demand exceeded the
   limit), vs the RPM limit; the whole run's served rate (with the ramp-down) beside it; the 429s; and the
   number of failed episodes (targets: >= 90% of the limit, 0 failed);
 - peak memory per episode in flight (resident memory growth of the processes running episodes / C).
 
-Every case starts with cold catalog caches (runner=ray's actors are new for each case; runner=local's
-catalog has its caches cleared), so no case is helped by the one before it. The default catalog has 200
-tasks and a case runs 3 x C episodes, so at C=256 each task runs about four times and its repeated
-searches come from the page cache, as the trials, budgets and models of a sweep do.
+Every case starts with cold catalog caches (runner=ray's actors and runner=local's episode processes are new
+for each case; a one-process runner=local has its caches cleared), so no case is helped by the one before it.
+The default catalog has 200 tasks and a case runs 3 x C episodes, so at C=256 each task runs about four times
+and its repeated searches come from the page cache, as the trials, budgets and models of a sweep do.
 
-Targets (issue 6): >= 90% of ideal at C=256; >= 90% of the RPM limit with 0 failed episodes. On a small
-machine the CPU (the simulator, the catalog and the agents share it) is what caps the larger C.
+Targets: >= 90% of the lower bound at every C (issue 19); >= 90% of the RPM limit with 0 failed episodes.
 
-    python -m ecab.bench.throughput                      # L=1 s, C=64,256,1024, both runners
-    python -m ecab.bench.throughput --concurrency 256 --latency 0.5 --runners local
+    python -m ecab.bench.throughput                      # L=1 s, C=64,256,1024, both runners, budgets 10 and 100
+    python -m ecab.bench.throughput --concurrency 1024 --budgets 100 --runners local --processes 1,auto --warm both
 """
 from __future__ import annotations
 
@@ -33,6 +39,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ecab.core.machine import usable_cores
 from ecab.core.process_env import configure_process_env
 
 
@@ -42,13 +49,17 @@ def rss_mb() -> float:
 
 
 class PeakRss:
-    """This process's resident memory peak while the block runs, sampled every 50 ms (the kernel's own peak,
-    ru_maxrss, is the whole process lifetime's, so it says nothing about a case that follows a bigger one)."""
+    """Resident memory peak while the block runs, sampled every 50 ms (the kernel's own peak, ru_maxrss, is the
+    whole process lifetime's, so it says nothing about a case that follows a bigger one). `measure`: this
+    process by default, or e.g. a process tree's total."""
+
+    def __init__(self, measure=rss_mb):
+        self.measure = measure
 
     def __enter__(self) -> "PeakRss":
         import threading
 
-        self.base = self.peak = rss_mb()
+        self.base = self.peak = self.measure()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
@@ -56,12 +67,12 @@ class PeakRss:
 
     def _sample(self) -> None:
         while not self._stop.wait(0.05):
-            self.peak = max(self.peak, rss_mb())
+            self.peak = max(self.peak, self.measure())
 
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
-        self.peak = max(self.peak, rss_mb())
+        self.peak = max(self.peak, self.measure())
 
     @property
     def growth_mb(self) -> float:
@@ -135,83 +146,147 @@ class Setup:
         return make_units([t.id for t in self.tasks], model, budget, 0, trials)[:n]
 
 
+def first_wave_search_p95(records: list[tuple[float, object]], concurrency: int) -> float | None:
+    """p95 latency of the first search of the C episodes that started first (start = finish - wall time): the
+    burst of cold searches when C episodes start together."""
+    started = sorted(records, key=lambda r: r[0] - r[1].wall_s)[:concurrency]
+    firsts = [next((s.tool_latency_s for s in traj.steps if s.tool == "search_products"), None)
+              for _, traj in started]
+    firsts = sorted(x for x in firsts if x is not None)
+    return firsts[min(len(firsts) - 1, int(0.95 * len(firsts)))] if firsts else None
+
+
+def local_runner(setup: Setup, episode, concurrency: int, limits, processes: int, warm: bool):
+    from ecab.runner.local import LocalRunner
+    from ecab.runner.local_processes import ProcessesRunner
+
+    if processes > 1:   # its children open the catalog themselves: cold caches
+        return ProcessesRunner(episode, processes=processes, concurrency=concurrency, limits=limits,
+                               progress=False, warm_queries=warm)
+    setup.catalog.clear_caches()   # every case starts cold, as runner=ray's fresh actors and new processes do
+    return LocalRunner(episode, concurrency=concurrency, limits=limits, progress=False, warm_queries=warm)
+
+
 def run_case(setup: Setup, runner: str, concurrency: int, latency_s: float, budget: int, n_units: int,
-             rpm: float | None, workers: int, replicas: int = 1) -> dict:
+             rpm: float | None, workers: int, replicas: int = 1, processes: int = 1, warm: bool = True) -> dict:
+    from ecab.bench.process_tree import tree_cpu_seconds, tree_rss_mb
     from ecab.env.episode import EpisodeSettings
     from ecab.llm.limits import LimiterSettings
     from ecab.runner.episode import EpisodeOptions
-    from ecab.runner.local import LocalRunner
     from ecab.runs import RunFolder
     from ecab.sim.process import SimProcess
 
     settings = EpisodeSettings(budget=budget)
     limits = LimiterSettings(max_concurrency=max(concurrency, 1))
     tasks = {t.id: t for t in setup.tasks}
-    finish: list[float] = []
+    finished: list[tuple[float, object]] = []      # (finish time, trajectory)
     # The endpoint runs in its own process (a real one is another machine), so that its request handling
     # is not counted as harness cost on the harness's GIL.
     with SimProcess(sim_config(latency_s, rpm)) as sim, tempfile.TemporaryDirectory() as tmp:
         model = sim_model_cfg(sim.base_url, concurrency)
         units = setup.units(n_units, budget, model["name"])
         folder = RunFolder(Path(tmp) / "run").create()
-        started = time.monotonic()
         episode = EpisodeOptions(model_cfg=model, tool_options={"search_mode": setup.cfg.tools.search})
+        harness = os.getpid(), {sim.pid}   # root, excluded subtree
+        cpu_start, sim_cpu_start = tree_cpu_seconds(*harness), tree_cpu_seconds(sim.pid)
+        started = time.monotonic()
+
+        def on_done(traj) -> None:
+            finished.append((time.time(), traj))
+
         if runner == "local":
-            setup.catalog.clear_caches()   # every case starts cold, as runner=ray's fresh actors do
-            with PeakRss() as memory:
-                stats = LocalRunner(episode, concurrency=concurrency, limits=limits, progress=False).run(
-                    units, tasks, setup.catalog, folder, settings, on_done=lambda t: finish.append(time.time()))
-            search_cache = setup.catalog.search_cache_stats()
+            run = local_runner(setup, episode, concurrency, limits, processes, warm)
+            with PeakRss(lambda: tree_rss_mb(*harness)) as memory:
+                stats = run.run(units, tasks, setup.catalog, folder, settings, on_done=on_done)
+            search_cache = setup.catalog.search_cache_stats() if processes == 1 else {}
             memory_mb = memory.growth_mb
         else:
             from ecab.runner.ray import RayRunner
             from ecab.runner.ray_cluster import RayOptions
 
             stats = RayRunner(episode, RayOptions(workers=workers, concurrency=concurrency), limits=limits,
-                              replicas=replicas, progress=False).run(
-                units, tasks, setup.catalog, folder, settings, on_done=lambda t: finish.append(time.time()))
+                              replicas=replicas, progress=False).run(units, tasks, setup.catalog, folder, settings,
+                                                                     on_done=on_done)
             search_cache = stats.cluster.search_cache
             memory_mb = sum(max(0.0, m["rss_peak_mb"] - m["rss_start_mb"]) for m in stats.cluster.worker_memory_mb)
         wall = time.monotonic() - started
+        harness_cpu = tree_cpu_seconds(*harness) - cpu_start       # before the simulator is reaped
+        sim_cpu = tree_cpu_seconds(sim.pid) - sim_cpu_start
         limiter = next(iter(stats.limiters.values()), {})
         trajs = list(folder.latest_trajectories().values())
     failed = sum(1 for t in trajs if t.termination in ("infra_error", "agent_error"))
-    steps = sum(len(t.steps) for t in trajs) / max(1, len(trajs))
     n_steps = max(1, sum(len(t.steps) for t in trajs))
+    steps = n_steps / max(1, len(trajs))
     llm_s = sum(s.agent_latency_s or 0.0 for t in trajs for s in t.steps) / n_steps
     tool_s = sum(s.tool_latency_s or 0.0 for t in trajs for s in t.steps) / n_steps
     wall_s = sum(t.wall_s or 0.0 for t in trajs) / n_steps
-    rate = steady_rate(finish, concurrency)
+    rate = steady_rate([f for f, _ in finished], concurrency)
     ideal = concurrency / (steps * latency_s) if steps else 0.0
-    return {"runner": runner, "C": concurrency, "episodes": len(trajs), "failed": failed, "steps": steps,
-            "eps_per_s": rate, "ideal_eps_per_s": ideal, "wall_s": wall, "limiter": limiter,
+    cores = usable_cores()
+    # The machine's CPU limit: every core busy with the harness and the simulator (which shares this machine;
+    # a real endpoint would not), at the CPU per LLM turn both measured in this case.
+    cpu_per_turn = (harness_cpu + sim_cpu) / n_steps
+    cpu_limit = cores / cpu_per_turn / steps if cpu_per_turn and steps else 0.0
+    return {"runner": runner, "processes": processes if runner == "local" else None, "warm": warm,
+            "C": concurrency, "budget": budget, "episodes": len(trajs), "failed": failed, "steps": steps,
+            "eps_per_s": rate, "ideal_eps_per_s": ideal, "cpu_limit_eps_per_s": cpu_limit, "cores": cores,
+            "harness_cpu_ms_per_turn": 1000 * harness_cpu / n_steps, "sim_cpu_ms_per_turn": 1000 * sim_cpu / n_steps,
+            "wall_s": wall, "limiter": limiter, "runner_processes": stats.processes,
+            "first_wave_search_p95_s": first_wave_search_p95(finished, concurrency),
             "rpm_limit": rpm, "admitted_per_s": admitted_rate(sim.stats.get("admitted_per_ds", {}),
-                                                              steady_end(finish, concurrency)),
+                                                              steady_end([f for f, _ in finished], concurrency)),
             "memory_per_episode_mb": memory_mb / concurrency,
-            "search_hit_rate": search_cache.get("hits", 0) / max(1, sum(search_cache.values())),
+            "search_hit_rate": (search_cache.get("hits", 0) / max(1, sum(search_cache.values()))
+                                if search_cache else None),
             # where a step's time goes: the LLM call (limiter wait included), the tool, and the rest
             "step_s": {"llm": llm_s, "tool": tool_s, "other": max(0.0, wall_s - llm_s - tool_s)}}
 
 
+def runner_label(row: dict) -> str:
+    if row["runner"] != "local":
+        return row["runner"]
+    return f"local/{row['processes']}p" + ("" if row["warm"] else " cold")
+
+
 def print_throughput(row: dict) -> None:
-    share = row["eps_per_s"] / row["ideal_eps_per_s"] if row["ideal_eps_per_s"] else 0.0
-    print(f"{row['runner']:>5}  C={row['C']:<5} {row['eps_per_s']:7.2f} ep/s vs ideal {row['ideal_eps_per_s']:7.2f} "
-          f"({100 * share:5.1f}%)  steps {row['steps']:.1f}  failed {row['failed']}/{row['episodes']}  "
-          f"memory {row['memory_per_episode_mb']:.2f} MB/episode  ({row['wall_s']:.0f} s)", flush=True)
+    bound = min(row["ideal_eps_per_s"], row["cpu_limit_eps_per_s"] or row["ideal_eps_per_s"])
+    share = row["eps_per_s"] / bound if bound else 0.0
+    p95 = row["first_wave_search_p95_s"]
+    print(f"{runner_label(row):>13}  C={row['C']:<5} b={row['budget']:<4} {row['eps_per_s']:7.2f} ep/s  "
+          f"ideal {row['ideal_eps_per_s']:7.2f}  CPU limit {row['cpu_limit_eps_per_s']:7.2f}  "
+          f"-> {100 * share:5.1f}% of the lower  CPU/turn {row['harness_cpu_ms_per_turn']:5.1f} ms "
+          f"(+ sim {row['sim_cpu_ms_per_turn']:4.1f})  first-wave search p95 "
+          f"{'-' if p95 is None else f'{1000 * p95:.0f} ms'}  steps {row['steps']:.1f}  "
+          f"failed {row['failed']}/{row['episodes']}  memory {row['memory_per_episode_mb']:.2f} MB/ep  "
+          f"({row['wall_s']:.0f} s)", flush=True)
     split = row["step_s"]
-    print(f"{'':>5}  per step: LLM call {split['llm']:.3f} s, tool {split['tool']:.3f} s, "
-          f"other {split['other']:.3f} s; search pages from cache {100 * row['search_hit_rate']:.0f}%",
-          flush=True)
+    hits = "-" if row["search_hit_rate"] is None else f"{100 * row['search_hit_rate']:.0f}%"
+    print(f"{'':>13}  per step: LLM call {split['llm']:.3f} s, tool {split['tool']:.3f} s, "
+          f"other {split['other']:.3f} s; search pages from cache {hits}", flush=True)
 
 
 def print_rate_limited(row: dict) -> None:
     limit = row["rpm_limit"] / 60.0
     achieved, whole_run = row["admitted_per_s"], row["limiter"].get("ok_per_s", 0.0)
-    print(f"{row['runner']:>5}  C={row['C']:<5} admitted {achieved:7.2f} req/s vs RPM limit {limit:7.2f} req/s "
+    print(f"{runner_label(row):>13}  C={row['C']:<5} admitted {achieved:7.2f} req/s vs RPM limit {limit:7.2f} req/s "
           f"({100 * achieved / limit:5.1f}%; whole run with the ramp-down {whole_run:.1f} req/s)  "
           f"429s {row['limiter'].get('throttled', 0)}  "
           f"window now {row['limiter'].get('window', 0):.0f} (min {row['limiter'].get('min_window', 0):.0f})  "
           f"failed {row['failed']}/{row['episodes']}", flush=True)
+
+
+def parse_list(text: str, cast=str) -> list:
+    return [cast(x.strip()) for x in text.split(",") if x.strip()]
+
+
+def local_variants(processes: list[str], concurrency: int, warm: str) -> list[tuple[int, bool]]:
+    """runner=local's (processes, warm) cases at this C: `auto` resolved as runner.processes=auto would, a
+    count that repeats another case's once."""
+    from ecab.runner.factory import episode_processes
+
+    counts = list(dict.fromkeys(episode_processes(p, concurrency, usable_cores()) for p in processes))
+    warms = {"on": [True], "off": [False], "both": [False, True]}[warm]
+    return [(count, w) for count in counts for w in warms]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -219,10 +294,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--latency", type=float, default=1.0, help="simulated latency L per LLM call, s")
     parser.add_argument("--concurrency", default="64,256,1024", help="episodes in flight, comma-separated")
     parser.add_argument("--runners", default="local,ray")
-    parser.add_argument("--budget", type=int, default=10, help="tool-call budget per episode (caps steps)")
+    parser.add_argument("--processes", default="1,auto",
+                        help="runner=local's episode processes per case, comma-separated (auto: as runner.processes=auto)")
+    parser.add_argument("--budgets", default="10,100",
+                        help="tool-call budgets per episode, comma-separated: 10 caps an episode's steps, 100 is "
+                             "the default full-length episode")
+    parser.add_argument("--warm", choices=("on", "off", "both"), default="on",
+                        help="runner=local's first-query warm-up (both: each case without and with it)")
     parser.add_argument("--waves", type=float, default=3.0, help="episodes per case = waves x C")
     parser.add_argument("--rpm", type=float, default=None,
                         help="RPM limit of the rate-limited case (default: half the demand at C=256)")
+    parser.add_argument("--no-rate-limited", action="store_true", help="skip the rate-limited case")
     parser.add_argument("--workers", type=int, default=2, help="episode workers for runner=ray")
     parser.add_argument("--replicas", type=int, default=None,
                         help="catalog replicas (actors) for runner=ray (default: catalog.replicas)")
@@ -235,24 +317,35 @@ def main(argv: list[str] | None = None) -> None:
         # there is no such stretch, and the figure would be the burst of the last finishes.
         parser.error(f"--waves must be at least 2 (got {args.waves:g}): the steady state is measured while "
                      "more than C episodes remain")
-    concurrencies = [int(c) for c in args.concurrency.split(",")]
-    runners = [r.strip() for r in args.runners.split(",")]
+    concurrencies = parse_list(args.concurrency, int)
+    runners, budgets = parse_list(args.runners), parse_list(args.budgets, int)
     setup = Setup(args.overrides)
     replicas = args.replicas or int(setup.cfg.catalog.get("replicas", 1) or 1)
-    print(f"ecab throughput: L={args.latency} s, budget {args.budget}, {len(setup.tasks)} tasks, "
-          f"catalog {setup.catalog.count()} products, search {setup.cfg.tools.search}; ray: {args.workers} "
-          f"workers, {replicas} catalog replica(s)", flush=True)
-    print("-- throughput (no rate limit)")
-    for concurrency in concurrencies:
-        for runner in runners:
-            print_throughput(run_case(setup, runner, concurrency, args.latency, args.budget,
-                                      int(args.waves * concurrency), None, args.workers, replicas))
+    print(f"ecab throughput: L={args.latency} s, budgets {budgets}, {len(setup.tasks)} tasks, "
+          f"catalog {setup.catalog.count()} products, search {setup.cfg.tools.search}, {usable_cores()} usable "
+          f"cores, load {os.getloadavg()[0]:.1f}; ray: {args.workers} workers, {replicas} catalog replica(s)",
+          flush=True)
+    print("-- throughput (no rate limit); % is of the lower of the ideal C / (steps x L) and the CPU limit, "
+          "cores / (harness + simulator CPU per LLM turn) / steps, both measured in the case", flush=True)
+    for budget in budgets:
+        for concurrency in concurrencies:
+            for runner in runners:
+                variants = local_variants(parse_list(args.processes), concurrency, args.warm) \
+                    if runner == "local" else [(1, True)]
+                for processes, warm in variants:
+                    print_throughput(run_case(setup, runner, concurrency, args.latency, budget,
+                                              int(args.waves * concurrency), None, args.workers, replicas,
+                                              processes=processes, warm=warm))
+    if args.no_rate_limited:
+        return
     rate_c = 256 if 256 in concurrencies else concurrencies[0]
     rpm = args.rpm or 0.5 * 60 * rate_c / args.latency
-    print(f"-- rate limited: simulator RPM {rpm:.0f} ({rpm / 60:.1f} req/s), demand C/L = {rate_c / args.latency:.0f} req/s")
+    print(f"-- rate limited: simulator RPM {rpm:.0f} ({rpm / 60:.1f} req/s), demand C/L = {rate_c / args.latency:.0f} "
+          f"req/s, budget {budgets[0]}")
     for runner in runners:
-        print_rate_limited(run_case(setup, runner, rate_c, args.latency, args.budget, int(args.waves * rate_c),
-                                    rpm, args.workers, replicas))
+        processes = local_variants(["auto"], rate_c, "on")[0][0] if runner == "local" else 1
+        print_rate_limited(run_case(setup, runner, rate_c, args.latency, budgets[0], int(args.waves * rate_c),
+                                    rpm, args.workers, replicas, processes=processes))
 
 
 if __name__ == "__main__":

@@ -84,6 +84,16 @@ class Catalog:
         for client in self.shards:
             client.clear_caches()
 
+    def warm_queries(self, texts: Iterable[str]) -> int:
+        """Embed these search texts now, one at a time, into the query-vector cache their searches will read
+        (a burst of episodes asks them together later); returns how many were embedded. See
+        docs/decisions.md#first-query-warm-up."""
+        done = 0
+        for text in texts:
+            self._encode(text)
+            done += 1
+        return done
+
     def _owner(self, product_id: str) -> ShardClient:
         return self.shards[shard_of(product_id, len(self.shards))]
 

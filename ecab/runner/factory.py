@@ -38,12 +38,42 @@ def episode_options(cfg: Any, model_cfg: Any) -> EpisodeOptions:
                           step_delay_s=float(runner_setting(cfg, "step_delay_s", 0.0)))
 
 
+# runner.processes=auto: one event loop keeps up with this many episodes in flight; more get a process per
+# core (docs/decisions.md#episode-processes).
+EPISODES_PER_LOOP = 128
+
+
+def episode_processes(setting: Any, concurrency: int, cores: int) -> int:
+    """runner.processes: a count, or auto (one process up to EPISODES_PER_LOOP episodes in flight, then one
+    per EPISODES_PER_LOOP up to one per usable core)."""
+    if setting is None or str(setting) == "auto":
+        return max(1, min(cores, concurrency // EPISODES_PER_LOOP))
+    try:
+        count = int(setting)
+    except (TypeError, ValueError):
+        count = 0
+    if count < 1 or str(count) != str(setting).strip():
+        raise ConfigError(f"runner.processes must be auto or a whole number >= 1, got {setting!r}")
+    return count
+
+
 def local_runner(cfg: Any, catalog_pool=None) -> Runner:
+    from ecab.core.machine import usable_cores
     from ecab.runner.local import LocalRunner
 
     limits = limiter_settings(cfg)                          # checked whatever the model
-    return LocalRunner(episode_options(cfg, cfg.model), concurrency=int(runner_setting(cfg, "concurrency", 32)),
-                       limits=limits, progress=bool(cfg.run.progress))
+    concurrency = int(runner_setting(cfg, "concurrency", 32))
+    processes = episode_processes(runner_setting(cfg, "processes", "auto"), concurrency, usable_cores())
+    warm = bool(runner_setting(cfg, "warm_queries", True))
+    if processes > 1:
+        from ecab.runner.local_processes import ProcessesRunner
+
+        # Children get the model section as plain values (they pickle it).
+        model_cfg = OmegaConf.to_container(cfg.model, resolve=True)
+        return ProcessesRunner(episode_options(cfg, model_cfg), processes=processes, concurrency=concurrency,
+                               limits=limits, progress=bool(cfg.run.progress), warm_queries=warm)
+    return LocalRunner(episode_options(cfg, cfg.model), concurrency=concurrency, limits=limits,
+                       progress=bool(cfg.run.progress), warm_queries=warm)
 
 
 def ray_runner(cfg: Any, catalog_pool=None) -> Runner:

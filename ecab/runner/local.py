@@ -4,6 +4,9 @@ Catalog lookups are blocking LanceDB calls that the tool box runs in threads, so
 be in flight while the event loop stays free. Each finished episode is checkpointed at once, from a tool
 thread; the objects loaded before the run are frozen out of the collector's full scans (frozen_heap).
 Each episode is `run_unit` (ecab/runner/episode.py), the body runner=ray's episode workers run too.
+While the first episodes make their first LLM calls, a tool thread embeds the shoppers' requests, which agents
+search first (docs/decisions.md#first-query-warm-up). Above one core's worth of episodes, runner=local runs
+several of these loops in processes of their own (ecab/runner/local_processes.py).
 """
 from __future__ import annotations
 
@@ -40,10 +43,11 @@ class LocalRunner:
     name = "local"
 
     def __init__(self, episode: EpisodeOptions, *, concurrency: int = 32, limits: LimiterSettings | None = None,
-                 progress: bool = True, writer: str = "local"):
+                 progress: bool = True, writer: str = "local", warm_queries: bool = True):
         self.episode, self.concurrency = episode, concurrency
         self.limits = limits or LimiterSettings()
         self.progress, self.writer = progress, writer
+        self.warm_queries = warm_queries
 
     def run(self, units: list[Unit], tasks: Mapping[str, Task], catalog, folder: RunFolder,
             settings: EpisodeSettings, *, on_done: OnDone | None = None) -> RunnerStats:
@@ -82,6 +86,8 @@ class LocalRunner:
                     on_done(traj)
                 return traj
 
+        if self.warm_queries:
+            warm_first_queries(catalog, units, tasks)
         try:
             with frozen_heap():
                 jobs = [asyncio.ensure_future(one(u)) for u in units]
@@ -96,3 +102,24 @@ class LocalRunner:
                     raise
         finally:
             bar.close()
+
+
+def first_queries(units: list[Unit], tasks: Mapping[str, Task]) -> list[str]:
+    """The shoppers' requests of these units' tasks, once each, in the order the units start."""
+    return list(dict.fromkeys(tasks[u.task_id].user_query for u in units))
+
+
+def warm_first_queries(catalog, units: list[Unit], tasks: Mapping[str, Task]) -> None:
+    """Embed the units' first queries in a tool thread, in unit order, while the episodes start (only for a
+    catalog that embeds queries in this process and a mode that uses the vectors); see
+    docs/decisions.md#first-query-warm-up."""
+    if getattr(catalog, "path", None) is None or getattr(catalog, "mode", None) not in ("hybrid", "vector"):
+        return
+    asyncio.get_running_loop().run_in_executor(None, _warm, catalog, first_queries(units, tasks))
+
+
+def _warm(catalog, texts: list[str]) -> None:
+    try:
+        catalog.warm_queries(texts)
+    except Exception:
+        pass   # only a head start: the episode's own search meets the same error and reports it

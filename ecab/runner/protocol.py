@@ -21,6 +21,11 @@ if TYPE_CHECKING:
 OnDone = Callable[["Trajectory"], None]
 
 
+class RunnerFailed(RuntimeError):
+    """A process running episodes failed or died: the run stops; what finished is in the run folder and a
+    rerun resumes the rest. The message names the process and says so."""
+
+
 @dataclass
 class ClusterStats:
     """What only a runner spread over processes counts (runner=ray)."""
@@ -42,6 +47,7 @@ class RunnerStats:
 
     runner: str                                    # local | ray
     concurrency: int | None = None                 # episodes in flight (None: the run had no unit to run)
+    processes: int | None = None                   # runner=local's episode processes, when more than one
     retried_units: int = 0                         # units run more than once (re-run or re-queued)
     infra_reruns: int = 0                          # episode re-runs after an infra_error
     requeued_units: int = 0                        # units handed out again after their worker died
@@ -55,6 +61,8 @@ class RunnerStats:
         out: dict[str, Any] = {"runner": self.runner}
         if self.concurrency is not None:
             out["concurrency"] = self.concurrency
+        if self.processes is not None:
+            out["processes"] = self.processes
         out.update(retried_units=self.retried_units, infra_reruns=self.infra_reruns,
                    requeued_units=self.requeued_units, catalog_actor_restarts=self.catalog_actor_restarts)
         if self.cluster is not None:

@@ -42,6 +42,11 @@ class SimProcess:
         self.base_url = line
         return line
 
+    @property
+    def pid(self) -> int | None:
+        """The simulator's process id (benchmarks count its CPU apart from the harness's)."""
+        return self._proc.pid if self._proc is not None else None
+
     def _errors(self) -> str:
         self._stderr.seek(0)
         return self._stderr.read()
