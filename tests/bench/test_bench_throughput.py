@@ -1,8 +1,13 @@
 """The throughput benchmark's measurements (ecab/bench/throughput.py): the figures it prints are only as good
 as these windows and counters."""
+import os
+import subprocess
+import sys
 import time
 
-from ecab.bench.throughput import PeakRss, admitted_rate, steady_end, steady_rate
+from ecab.bench.process_tree import tree_cpu_seconds, tree_rss_mb
+from ecab.bench.throughput import PeakRss, admitted_rate, first_wave_search_p95, steady_end, steady_rate
+from ecab.schema import Step, Trajectory
 
 
 def test_steady_state_is_while_every_slot_was_busy():
@@ -31,3 +36,41 @@ def test_peak_memory_is_this_blocks_not_the_process_lifetimes():
         pass
     assert big.growth_mb >= 48
     assert small.growth_mb < 16        # ru_maxrss would still report the 64 MB above
+
+
+def episode(wall_s: float, first_search_s: float | None) -> Trajectory:
+    steps = [Step(index=1, tool="get_user_profile", tool_latency_s=0.5)]
+    if first_search_s is not None:
+        steps += [Step(index=2, tool="search_products", tool_latency_s=first_search_s),
+                  Step(index=3, tool="search_products", tool_latency_s=9.0)]   # a later search: not counted
+    return Trajectory(steps=steps, wall_s=wall_s)
+
+
+def test_first_wave_is_the_c_episodes_that_started_first():
+    # (finish time, trajectory): starts at 0, 0, 0 (the first wave, C=3) and 10, 20 (later waves).
+    records = [(10.0, episode(10.0, 0.2)), (12.0, episode(12.0, 0.4)), (11.0, episode(11.0, 0.3)),
+               (30.0, episode(20.0, 5.0)), (40.0, episode(20.0, 6.0))]
+    assert first_wave_search_p95(records, 3) == 0.4
+    assert first_wave_search_p95([(1.0, episode(1.0, None))], 3) is None   # no search in the first wave
+
+
+def test_process_tree_cpu_counts_children_and_leaves_out_an_excluded_subtree():
+    spin = "import time\nend = time.process_time() + 0.6\nwhile time.process_time() < end: pass\ntime.sleep(30)"
+    counted = subprocess.Popen([sys.executable, "-c", spin])
+    excluded = subprocess.Popen([sys.executable, "-c", spin])
+    try:
+        time.sleep(0.2)
+        before = tree_cpu_seconds(os.getpid(), {excluded.pid})
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and tree_cpu_seconds(counted.pid) < 0.6:
+            time.sleep(0.05)
+        while time.monotonic() < deadline and tree_cpu_seconds(excluded.pid) < 0.6:
+            time.sleep(0.05)
+        grown = tree_cpu_seconds(os.getpid(), {excluded.pid}) - before
+        assert 0.3 <= grown < 1.2, grown          # the counted child's spin, not the excluded one's too
+        assert tree_rss_mb(os.getpid()) > tree_rss_mb(os.getpid(), {counted.pid, excluded.pid}) > 0
+    finally:
+        counted.kill()
+        excluded.kill()
+        counted.wait()
+        excluded.wait()
