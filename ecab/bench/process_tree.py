@@ -67,3 +67,12 @@ def tree_rss_mb(root: int, exclude: set[int] | frozenset[int] = frozenset()) -> 
     """Resident memory of `root` and its live descendants, without the subtrees of `exclude` (pages shared
     between processes count once per process, as `ps` shows them)."""
     return sum(row[2] for row in _tree(root, exclude))
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds every core of the machine has spent busy since boot (/proc/stat: all but idle and iowait),
+    so that a benchmark can tell how much of the machine other processes took while it ran."""
+    with open("/proc/stat") as handle:
+        fields = handle.readline().split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / TICKS_PER_S

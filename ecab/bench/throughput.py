@@ -8,9 +8,10 @@ both budgets in one run:
 
 - achieved episodes/s in steady state (all C slots busy) vs the lower of two bounds measured in the same case:
   the ideal C / (steps x L), where steps is the mean number of LLM turns per episode, and the machine's CPU
-  limit, cores / (CPU per LLM turn) / steps, where the CPU per turn is the harness's (every process of the
-  runner: the episode processes, a local Ray's daemons and workers) plus the simulator's, which shares this
-  machine (a real endpoint would not); both are printed;
+  limit, (cores - cores taken by other processes) / (CPU per LLM turn) / steps, where the CPU per turn is the
+  harness's (every process of the runner: the episode processes, a local Ray's daemons and workers) plus the
+  simulator's, which shares this machine (a real endpoint would not), and the other processes' share is the
+  machine's busy CPU (/proc/stat) less those two; all are printed;
 - the p95 latency of the first search of the C episodes that started first (the burst when C episodes start
   together; `--warm both` runs runner=local's cases without and with the first-query warm-up);
 - where a step's time went (the LLM call, limiter waits included; the tool) with the share of search pages
@@ -169,7 +170,7 @@ def local_runner(setup: Setup, episode, concurrency: int, limits, processes: int
 
 def run_case(setup: Setup, runner: str, concurrency: int, latency_s: float, budget: int, n_units: int,
              rpm: float | None, workers: int, replicas: int = 1, processes: int = 1, warm: bool = True) -> dict:
-    from ecab.bench.process_tree import tree_cpu_seconds, tree_rss_mb
+    from ecab.bench.process_tree import machine_busy_seconds, tree_cpu_seconds, tree_rss_mb
     from ecab.env.episode import EpisodeSettings
     from ecab.llm.limits import LimiterSettings
     from ecab.runner.episode import EpisodeOptions
@@ -189,6 +190,7 @@ def run_case(setup: Setup, runner: str, concurrency: int, latency_s: float, budg
         episode = EpisodeOptions(model_cfg=model, tool_options={"search_mode": setup.cfg.tools.search})
         harness = os.getpid(), {sim.pid}   # root, excluded subtree
         cpu_start, sim_cpu_start = tree_cpu_seconds(*harness), tree_cpu_seconds(sim.pid)
+        machine_start = machine_busy_seconds()
         started = time.monotonic()
 
         def on_done(traj) -> None:
@@ -212,6 +214,7 @@ def run_case(setup: Setup, runner: str, concurrency: int, latency_s: float, budg
         wall = time.monotonic() - started
         harness_cpu = tree_cpu_seconds(*harness) - cpu_start       # before the simulator is reaped
         sim_cpu = tree_cpu_seconds(sim.pid) - sim_cpu_start
+        others_cpu = max(0.0, machine_busy_seconds() - machine_start - harness_cpu - sim_cpu)
         limiter = next(iter(stats.limiters.values()), {})
         trajs = list(folder.latest_trajectories().values())
     failed = sum(1 for t in trajs if t.termination in ("infra_error", "agent_error"))
@@ -223,13 +226,16 @@ def run_case(setup: Setup, runner: str, concurrency: int, latency_s: float, budg
     rate = steady_rate([f for f, _ in finished], concurrency)
     ideal = concurrency / (steps * latency_s) if steps else 0.0
     cores = usable_cores()
-    # The machine's CPU limit: every core busy with the harness and the simulator (which shares this machine;
-    # a real endpoint would not), at the CPU per LLM turn both measured in this case.
+    # The machine's CPU limit: the cores not taken by other processes (anything else running on this machine
+    # during the case), all busy with the harness and the simulator (which shares this machine; a real
+    # endpoint would not), at the CPU per LLM turn both measured in this case.
+    others_cores = min(others_cpu / wall, cores - 0.1) if wall else 0.0
     cpu_per_turn = (harness_cpu + sim_cpu) / n_steps
-    cpu_limit = cores / cpu_per_turn / steps if cpu_per_turn and steps else 0.0
+    cpu_limit = (cores - others_cores) / cpu_per_turn / steps if cpu_per_turn and steps else 0.0
     return {"runner": runner, "processes": processes if runner == "local" else None, "warm": warm,
             "C": concurrency, "budget": budget, "episodes": len(trajs), "failed": failed, "steps": steps,
             "eps_per_s": rate, "ideal_eps_per_s": ideal, "cpu_limit_eps_per_s": cpu_limit, "cores": cores,
+            "others_cores": others_cores, "harness_cores": harness_cpu / wall if wall else 0.0,
             "harness_cpu_ms_per_turn": 1000 * harness_cpu / n_steps, "sim_cpu_ms_per_turn": 1000 * sim_cpu / n_steps,
             "wall_s": wall, "limiter": limiter, "runner_processes": stats.processes,
             "first_wave_search_p95_s": first_wave_search_p95(finished, concurrency),
@@ -255,7 +261,8 @@ def print_throughput(row: dict) -> None:
     print(f"{runner_label(row):>13}  C={row['C']:<5} b={row['budget']:<4} {row['eps_per_s']:7.2f} ep/s  "
           f"ideal {row['ideal_eps_per_s']:7.2f}  CPU limit {row['cpu_limit_eps_per_s']:7.2f}  "
           f"-> {100 * share:5.1f}% of the lower  CPU/turn {row['harness_cpu_ms_per_turn']:5.1f} ms "
-          f"(+ sim {row['sim_cpu_ms_per_turn']:4.1f})  first-wave search p95 "
+          f"(+ sim {row['sim_cpu_ms_per_turn']:4.1f})  cores used {row['harness_cores']:.2f}, "
+          f"by others {row['others_cores']:.2f}  first-wave search p95 "
           f"{'-' if p95 is None else f'{1000 * p95:.0f} ms'}  steps {row['steps']:.1f}  "
           f"failed {row['failed']}/{row['episodes']}  memory {row['memory_per_episode_mb']:.2f} MB/ep  "
           f"({row['wall_s']:.0f} s)", flush=True)
