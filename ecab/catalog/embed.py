@@ -12,12 +12,13 @@ import os
 import threading
 from collections import OrderedDict
 from concurrent.futures import Future
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
 from ecab.catalog.embedding_model import DIM, MODEL_NAME
 from ecab.catalog.onnx_encoder import load_query_encoder, mean_pool
+from ecab.core.process_wide import process_wide
 # Query encoding: cache, batching, slots; see docs/decisions.md#query-encoder-slots.
 QUERY_CACHE_SIZE = 4096
 QUERY_CACHE_MAX_CHARS = 2048
@@ -210,14 +211,5 @@ def _direct_parts(model) -> tuple | None:
     return model.tokenizer, transformer.eval(), int(model.max_seq_length or 256)
 
 
-_EMBEDDER: Embedder | None = None
-_EMBEDDER_LOCK = threading.Lock()
-
-
-def get_embedder() -> Embedder:
-    """The process-wide embedder (loading the model takes seconds; do it once)."""
-    global _EMBEDDER
-    with _EMBEDDER_LOCK:
-        if _EMBEDDER is None:
-            _EMBEDDER = Embedder()
-        return _EMBEDDER
+# The process-wide embedder (loading the model takes seconds; do it once).
+get_embedder: Callable[[], Embedder] = process_wide(Embedder)

@@ -28,10 +28,11 @@ import re
 import threading
 from collections import OrderedDict
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from ecab.core.process_wide import process_wide
 from ecab.core.text import contains_phrase, normalize
 from ecab.schema import Review
 
@@ -292,14 +293,5 @@ def calibrate_threshold(positives: Iterable[tuple[str, Sequence[str]]], negative
     return choose_threshold(pos, neg)
 
 
-_DEFAULT: ReviewChecker | None = None
-_DEFAULT_LOCK = threading.Lock()
-
-
-def default_review_checker() -> ReviewChecker:
-    """The process-wide checker (shares the catalog's embedder and one sentence cache)."""
-    global _DEFAULT
-    with _DEFAULT_LOCK:
-        if _DEFAULT is None:
-            _DEFAULT = ReviewChecker()
-        return _DEFAULT
+# The process-wide checker (shares the catalog's embedder and one sentence cache).
+default_review_checker: Callable[[], ReviewChecker] = process_wide(ReviewChecker)

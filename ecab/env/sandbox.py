@@ -36,7 +36,9 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass
+from typing import Callable
 
+from ecab.core.process_wide import process_wide
 from ecab.env import isolation
 from ecab.env.sandbox_worker import ALLOWED_MODULES, ForbiddenCode, check_code  # noqa: F401 (re-exported)
 
@@ -473,17 +475,8 @@ class Sandbox:
                                    f"{seccomp_line})")
 
 
-_default: Sandbox | None = None
-_default_lock = threading.Lock()
-
-
-def default_sandbox() -> Sandbox:
-    """The process-wide sandbox with default limits (created on first use)."""
-    global _default
-    with _default_lock:
-        if _default is None:
-            _default = Sandbox()
-        return _default
+# The process-wide sandbox with default limits (created on first use).
+default_sandbox: Callable[[], Sandbox] = process_wide(Sandbox)
 
 
 def sandbox_status() -> SandboxStatus:
