@@ -333,7 +333,8 @@ def main(argv: list[str] | None = None) -> None:
           f"cores, load {os.getloadavg()[0]:.1f}; ray: {args.workers} workers, {replicas} catalog replica(s)",
           flush=True)
     print("-- throughput (no rate limit); % is of the lower of the ideal C / (steps x L) and the CPU limit, "
-          "cores / (harness + simulator CPU per LLM turn) / steps, both measured in the case", flush=True)
+          "(cores - cores other processes took) / (harness + simulator CPU per LLM turn) / steps, all measured "
+          "in the case", flush=True)
     for budget in budgets:
         for concurrency in concurrencies:
             for runner in runners:
