@@ -11,15 +11,13 @@ import random
 import re
 
 import pytest
+from draft_support import synthetic_products, verbalized_drafts
 
-from ecab.catalog.synthetic import PRODUCT_TYPES, iter_synthetic
+from ecab.catalog.synthetic import PRODUCT_TYPES
 from ecab.construct import clues
-from ecab.construct.candidate import Skip, run_stages
 from ecab.construct.draft import Draft
-from ecab.construct.extract import build_value_pools
 from ecab.construct.intents import INTENT_TABLE
 from ecab.construct.validate import natural_questions, rubric_lock
-from ecab.construct.verbalize import verbalize
 from ecab.construct.verbalize.clarification import (EMPTY_SCRIPT_RESPONSE, build_clarification, keyword_is_safe,
                                                      slot_keywords)
 from ecab.construct.verbalize.persona import expected_requirement_keys
@@ -36,34 +34,12 @@ PER_INTENT = 12
 
 @pytest.fixture(scope="module")
 def synthetic():
-    products, reviews = [], collections.defaultdict(list)
-    for batch in iter_synthetic(300, seed=3):
-        products += batch.products
-        for r in batch.reviews:
-            reviews[r.product_id].append(r)
-    return products, reviews, build_value_pools(products)
+    return synthetic_products(300, seed=3)
 
 
-def make_drafts(synthetic, per_intent: int = PER_INTENT) -> list[Draft]:
+def make_drafts(synthetic, per_intent: int = PER_INTENT):
     """Verbalized drafts: up to `per_intent` per intent, stages run with per-draft seeded rngs."""
-    products, reviews, pools = synthetic
-    drafts = []
-    for intent in INTENTS:
-        made = 0
-        for i, p in enumerate(products):
-            if made == per_intent:
-                break
-            rng = random.Random(f"{intent}-{i}")
-            d = Draft(sample_id=f"{intent}-{i}", intent=intent, product=p, reviews=reviews[p.product_id])
-            try:
-                run_stages(d, rng, pools)
-            except Skip:
-                continue
-            d.meta["rubric_lock"] = rubric_lock(d.rubrics)
-            verbalize(d, rng)
-            drafts.append(d)
-            made += 1
-    return drafts
+    return verbalized_drafts(synthetic, per_intent=per_intent)
 
 
 @pytest.fixture(scope="module")

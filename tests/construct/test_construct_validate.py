@@ -7,14 +7,12 @@ import copy
 import random
 
 import pytest
+from draft_support import synthetic_products, verbalized_drafts
 
-from ecab.catalog.synthetic import iter_synthetic, product_type_of
+from ecab.catalog.synthetic import product_type_of
 from ecab.construct import validate as v
-from ecab.construct.candidate import Skip, run_stages
 from ecab.construct.draft import Draft, EntitySpec
-from ecab.construct.extract import build_value_pools
 from ecab.construct.reasons import REASON_GROUP, REJECTION_GROUPS, REJECTION_REASONS, rejection_rows
-from ecab.construct.verbalize import verbalize
 from ecab.construct.verbalize.clarification import build_clarification
 from ecab.construct.verbalize.persona import build_persona
 from ecab.construct.verbalize.text import with_article
@@ -25,30 +23,8 @@ from ecab.schema import ClarificationSlot, Rubric
 
 @pytest.fixture(scope="module")
 def drafts():
-    products, reviews = [], collections.defaultdict(list)
-    for batch in iter_synthetic(1000, seed=5):
-        products += batch.products
-        for r in batch.reviews:
-            reviews[r.product_id].append(r)
-    pools = build_value_pools(products)
-    out = []
-    for intent in INTENTS:
-        made = 0
-        # Every 17th product: spread over the catalog's product lines rather than the first few.
-        for i, p in list(enumerate(products))[::17]:
-            if made == 6:
-                break
-            rng = random.Random(f"v-{intent}-{i}")
-            d = Draft(sample_id=f"{intent}-{i}", intent=intent, product=p, reviews=reviews[p.product_id])
-            try:
-                run_stages(d, rng, pools)
-            except Skip:
-                continue
-            d.meta["rubric_lock"] = v.rubric_lock(d.rubrics)
-            verbalize(d, rng)
-            out.append(d)
-            made += 1
-    return out
+    # Every 17th product: spread over the catalog's product lines rather than the first few.
+    return verbalized_drafts(synthetic_products(1000, seed=5), per_intent=6, stride=17, rng_prefix="v-")
 
 
 @pytest.fixture(scope="module")
