@@ -141,6 +141,14 @@ def _build(tmp_path_factory, name: str, batches, embedder, shards: int):
     return Catalog.open(out, embedder=embedder)
 
 
+def targets_catalog_of(tmp_path_factory, released_samples: Path, embedder, distractors: int):
+    """catalog=targets for the released samples: their targets plus `distractors` synthetic ones, in LanceDB."""
+    from ecab.catalog.targets import iter_targets
+
+    batches = iter_targets(released_samples, n_distractors=distractors, seed=0)
+    return _build(tmp_path_factory, f"targets-{distractors}", batches, embedder, shards=1)
+
+
 @pytest.fixture(scope="session")
 def small_catalog(tmp_path_factory, catalog_batches, embedder):
     """~400 synthetic products + the probes, one shard, default mode hybrid."""

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import openai
 import pytest
+from conftest import targets_catalog_of
 
 from ecab.env.agent_protocol import EndpointRefused
 from ecab.agents.heuristic import HeuristicAgent
@@ -59,14 +60,7 @@ def tasks(released_samples):
 
 @pytest.fixture(scope="module")
 def catalog(tmp_path_factory, embedder, released_samples):
-    from ecab.catalog.targets import iter_targets
-    from ecab.catalog.facade import Catalog
-    from ecab.catalog.writer import build_catalog
-
-    out = tmp_path_factory.mktemp("targets") / "catalog"
-    build_catalog(iter_targets(released_samples, n_distractors=30, seed=0), out, shards=1, embedder=embedder,
-                  fingerprint="test-agent-targets", progress=False)
-    return Catalog.open(out, embedder=embedder)
+    return targets_catalog_of(tmp_path_factory, released_samples, embedder, distractors=30)
 
 
 @pytest.fixture(scope="module")

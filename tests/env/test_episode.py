@@ -4,6 +4,7 @@ import asyncio
 import json
 
 import pytest
+from conftest import targets_catalog_of
 
 from ecab.agents import make_agent
 from ecab.env.agent_protocol import AgentError, AgentTurn, InfraError
@@ -23,14 +24,7 @@ def real_tasks(released_samples):
 @pytest.fixture(scope="module")
 def targets_catalog(tmp_path_factory, embedder, released_samples):
     """catalog=targets for the released samples: their targets plus 300 synthetic distractors, in LanceDB."""
-    from ecab.catalog.targets import iter_targets
-    from ecab.catalog.facade import Catalog
-    from ecab.catalog.writer import build_catalog
-
-    out = tmp_path_factory.mktemp("targets") / "catalog"
-    build_catalog(iter_targets(released_samples, n_distractors=300, seed=0), out, shards=1, embedder=embedder,
-                  fingerprint="test-targets", progress=False)
-    return Catalog.open(out, embedder=embedder)
+    return targets_catalog_of(tmp_path_factory, released_samples, embedder, distractors=300)
 
 
 class ReplayAgent:
