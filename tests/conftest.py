@@ -241,3 +241,13 @@ SMALL_RUN = ["catalog.products=600", "benchmark.n_per_intent=2", "run.progress=f
 @pytest.fixture(scope="session")
 def small_run_cache(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("ecab-small-run-cache")
+
+
+def untimed(value):
+    """A summary without what differs between identical runs (timing, the runner's own counts): two runs of the
+    same units compare equal on it."""
+    if isinstance(value, dict):
+        return {k: untimed(v) for k, v in value.items() if k not in ("wall_s", "latency", "runner", "seconds")}
+    if isinstance(value, list):
+        return [untimed(v) for v in value]
+    return value

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SMALL_RUN
+from conftest import SMALL_RUN, untimed
 from ecab.config import ConfigError, load_config
 from ecab.core.unit import make_units
 from ecab.llm.limits import LimiterSettings
@@ -23,14 +23,6 @@ from ecab.runs import RunFolder
 from ecab.runs.records import read_part
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def untimed(value):
-    if isinstance(value, dict):
-        return {k: untimed(v) for k, v in value.items() if k not in ("wall_s", "latency", "runner", "seconds")}
-    if isinstance(value, list):
-        return [untimed(v) for v in value]
-    return value
 
 
 # ------------------------------------------------------------------------------------------------ pure parts

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import untimed
 
 from ecab.config import load_config
 from ecab.reduce import reduce_run
@@ -23,14 +24,6 @@ ROOT = Path(__file__).resolve().parents[2]
 N_TASKS = 6
 BASE = ["model=heuristic", "catalog=targets", "benchmark=file", "catalog.products=150",
         f"benchmark.limit={N_TASKS}", "budget=30", "run.progress=false"]
-
-
-def untimed(value):
-    if isinstance(value, dict):
-        return {k: untimed(v) for k, v in value.items() if k not in ("wall_s", "latency", "runner", "seconds")}
-    if isinstance(value, list):
-        return [untimed(v) for v in value]
-    return value
 
 
 @pytest.fixture(scope="module")
