@@ -8,10 +8,11 @@ both budgets in one run:
 
 - achieved episodes/s in steady state (all C slots busy) vs the lower of two bounds measured in the same case:
   the ideal C / (steps x L), where steps is the mean number of LLM turns per episode, and the machine's CPU
-  limit, (cores - cores taken by other processes) / (CPU per LLM turn) / steps, where the CPU per turn is the
-  harness's (every process of the runner: the episode processes, a local Ray's daemons and workers) plus the
-  simulator's, which shares this machine (a real endpoint would not), and the other processes' share is the
-  machine's busy CPU (/proc/stat) less those two; all are printed;
+  limit, (cores - cores taken by other processes) / (CPU per episode), where the CPU is the harness's (every
+  process of the runner: the episode processes, a local Ray's daemons and workers) plus the simulator's, which
+  shares this machine (a real endpoint would not), and the other processes' share is the machine's busy CPU
+  (/proc/stat) less those two; all are sampled every 0.5 s (`CpuTimeline`) and counted over the window the
+  rate is measured in, so start-up and the tail count in neither; all are printed;
 - the p95 latency of the first search of the C episodes that started first (the burst when C episodes start
   together; `--warm both` runs runner=local's cases without and with the first-query warm-up);
 - where a step's time went (the LLM call, limiter waits included; the tool) with the share of search pages
@@ -78,6 +79,64 @@ class PeakRss:
     @property
     def growth_mb(self) -> float:
         return max(0.0, self.peak - self.base)
+
+
+class CpuTimeline:
+    """Cumulative CPU seconds sampled every 0.5 s while the block runs: the harness's process tree (without the
+    simulator's subtree), the simulator's, and the whole machine's busy time, so that CPU can be counted over
+    the same steady-state window as the episodes/s. The sampler's own CPU (it runs in this process, the root
+    of the harness's tree) is taken out of the harness's."""
+
+    def __init__(self, root: int, simulator: int, every_s: float = 0.5):
+        self.root, self.simulator, self.every_s = root, simulator, every_s
+        self.samples: list[tuple[float, float, float, float]] = []   # (time, harness, simulator, machine)
+        self._own_cpu = 0.0
+
+    def _sample(self) -> None:
+        from ecab.bench.process_tree import machine_busy_seconds, tree_cpu_seconds
+
+        started = time.thread_time()
+        harness = tree_cpu_seconds(self.root, {self.simulator})
+        simulator = tree_cpu_seconds(self.simulator)
+        machine = machine_busy_seconds()
+        self._own_cpu += time.thread_time() - started
+        self.samples.append((time.time(), harness - self._own_cpu, simulator, machine))
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every_s):
+            self._sample()
+
+    def __enter__(self) -> "CpuTimeline":
+        import threading
+
+        self._stop = threading.Event()
+        self._sample()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+
+    def at(self, when: float) -> tuple[float, float, float]:
+        """(harness, simulator, machine) cumulative CPU seconds at wall time `when`, interpolated."""
+        samples = self.samples
+        if when <= samples[0][0]:
+            return samples[0][1:]
+        for before, after in zip(samples, samples[1:]):
+            if when <= after[0]:
+                share = (when - before[0]) / max(1e-9, after[0] - before[0])
+                return tuple(b + share * (a - b) for b, a in zip(before[1:], after[1:]))
+        return samples[-1][1:]
+
+    def cores(self, start: float, end: float) -> dict[str, float]:
+        """Cores used between two wall times: by the harness, by the simulator, by every other process."""
+        first, last = self.at(start), self.at(end)
+        span = max(1e-9, end - start)
+        harness, simulator, machine = ((b - a) / span for a, b in zip(first, last))
+        return {"harness": harness, "simulator": simulator, "others": max(0.0, machine - harness - simulator)}
 
 
 def steady_rate(finish_times: list[float], concurrency: int) -> float:
@@ -170,7 +229,7 @@ def local_runner(setup: Setup, episode, concurrency: int, limits, processes: int
 
 def run_case(setup: Setup, runner: str, concurrency: int, latency_s: float, budget: int, n_units: int,
              rpm: float | None, workers: int, replicas: int = 1, processes: int = 1, warm: bool = True) -> dict:
-    from ecab.bench.process_tree import machine_busy_seconds, tree_cpu_seconds, tree_rss_mb
+    from ecab.bench.process_tree import tree_rss_mb
     from ecab.env.episode import EpisodeSettings
     from ecab.llm.limits import LimiterSettings
     from ecab.runner.episode import EpisodeOptions
@@ -189,8 +248,7 @@ def run_case(setup: Setup, runner: str, concurrency: int, latency_s: float, budg
         folder = RunFolder(Path(tmp) / "run").create()
         episode = EpisodeOptions(model_cfg=model, tool_options={"search_mode": setup.cfg.tools.search})
         harness = os.getpid(), {sim.pid}   # root, excluded subtree
-        cpu_start, sim_cpu_start = tree_cpu_seconds(*harness), tree_cpu_seconds(sim.pid)
-        machine_start = machine_busy_seconds()
+        timeline = CpuTimeline(os.getpid(), sim.pid).__enter__()
         started = time.monotonic()
 
         def on_done(traj) -> None:
@@ -212,9 +270,7 @@ def run_case(setup: Setup, runner: str, concurrency: int, latency_s: float, budg
             search_cache = stats.cluster.search_cache
             memory_mb = sum(max(0.0, m["rss_peak_mb"] - m["rss_start_mb"]) for m in stats.cluster.worker_memory_mb)
         wall = time.monotonic() - started
-        harness_cpu = tree_cpu_seconds(*harness) - cpu_start       # before the simulator is reaped
-        sim_cpu = tree_cpu_seconds(sim.pid) - sim_cpu_start
-        others_cpu = max(0.0, machine_busy_seconds() - machine_start - harness_cpu - sim_cpu)
+        timeline.__exit__(None, None, None)   # before the simulator is reaped: its CPU would join ours
         limiter = next(iter(stats.limiters.values()), {})
         trajs = list(folder.latest_trajectories().values())
     failed = sum(1 for t in trajs if t.termination in ("infra_error", "agent_error"))
@@ -223,20 +279,26 @@ def run_case(setup: Setup, runner: str, concurrency: int, latency_s: float, budg
     llm_s = sum(s.agent_latency_s or 0.0 for t in trajs for s in t.steps) / n_steps
     tool_s = sum(s.tool_latency_s or 0.0 for t in trajs for s in t.steps) / n_steps
     wall_s = sum(t.wall_s or 0.0 for t in trajs) / n_steps
-    rate = steady_rate([f for f, _ in finished], concurrency)
+    finishes = [f for f, _ in finished]
+    rate = steady_rate(finishes, concurrency)
     ideal = concurrency / (steps * latency_s) if steps else 0.0
     cores = usable_cores()
-    # The machine's CPU limit: the cores not taken by other processes (anything else running on this machine
-    # during the case), all busy with the harness and the simulator (which shares this machine; a real
-    # endpoint would not), at the CPU per LLM turn both measured in this case.
-    others_cores = min(others_cpu / wall, cores - 0.1) if wall else 0.0
-    cpu_per_turn = (harness_cpu + sim_cpu) / n_steps
-    cpu_limit = (cores - others_cores) / cpu_per_turn / steps if cpu_per_turn and steps else 0.0
+    # CPU over the same steady window as the rate (start-up and the tail left out): the machine's CPU limit is
+    # the cores other processes left, all busy with the harness and the simulator (which shares this machine; a
+    # real endpoint would not) at the CPU per episode measured in that window.
+    window = (min(finishes), steady_end(finishes, concurrency)) if finishes else (0.0, 0.0)
+    if window[1] - window[0] < 2.0:
+        window = (timeline.samples[0][0], timeline.samples[-1][0])
+    used = timeline.cores(*window)
+    others_cores = min(used["others"], cores - 0.1)
+    cpu_per_episode = (used["harness"] + used["simulator"]) / rate if rate else 0.0
+    cpu_limit = (cores - others_cores) / cpu_per_episode if cpu_per_episode else 0.0
     return {"runner": runner, "processes": processes if runner == "local" else None, "warm": warm,
             "C": concurrency, "budget": budget, "episodes": len(trajs), "failed": failed, "steps": steps,
             "eps_per_s": rate, "ideal_eps_per_s": ideal, "cpu_limit_eps_per_s": cpu_limit, "cores": cores,
-            "others_cores": others_cores, "harness_cores": harness_cpu / wall if wall else 0.0,
-            "harness_cpu_ms_per_turn": 1000 * harness_cpu / n_steps, "sim_cpu_ms_per_turn": 1000 * sim_cpu / n_steps,
+            "others_cores": others_cores, "harness_cores": used["harness"],
+            "harness_cpu_ms_per_turn": 1000 * used["harness"] / (rate * steps) if rate else 0.0,
+            "sim_cpu_ms_per_turn": 1000 * used["simulator"] / (rate * steps) if rate else 0.0,
             "wall_s": wall, "limiter": limiter, "runner_processes": stats.processes,
             "first_wave_search_p95_s": first_wave_search_p95(finished, concurrency),
             "rpm_limit": rpm, "admitted_per_s": admitted_rate(sim.stats.get("admitted_per_ds", {}),
@@ -333,8 +395,8 @@ def main(argv: list[str] | None = None) -> None:
           f"cores, load {os.getloadavg()[0]:.1f}; ray: {args.workers} workers, {replicas} catalog replica(s)",
           flush=True)
     print("-- throughput (no rate limit); % is of the lower of the ideal C / (steps x L) and the CPU limit, "
-          "(cores - cores other processes took) / (harness + simulator CPU per LLM turn) / steps, all measured "
-          "in the case", flush=True)
+          "(cores - cores other processes took) / (harness + simulator CPU per episode), all measured over "
+          "the steady window of the rate", flush=True)
     for budget in budgets:
         for concurrency in concurrencies:
             for runner in runners:
