@@ -6,7 +6,8 @@ import sys
 import time
 
 from ecab.bench.process_tree import tree_cpu_seconds, tree_rss_mb
-from ecab.bench.throughput import PeakRss, admitted_rate, first_wave_search_p95, steady_end, steady_rate
+from ecab.bench.throughput import (CpuTimeline, PeakRss, admitted_rate, first_wave_search_p95, steady_end,
+                                   steady_rate)
 from ecab.schema import Step, Trajectory
 
 
@@ -74,3 +75,27 @@ def test_process_tree_cpu_counts_children_and_leaves_out_an_excluded_subtree():
         excluded.kill()
         counted.wait()
         excluded.wait()
+
+
+def test_cpu_timeline_counts_a_window_and_keeps_the_simulator_apart():
+    spin = "import time\nend = time.process_time() + 0.8\nwhile time.process_time() < end: pass\ntime.sleep(30)"
+    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])   # the "simulator"
+    try:
+        with CpuTimeline(os.getpid(), idle.pid, every_s=0.1) as timeline:
+            time.sleep(0.3)
+            quiet = time.time()
+            child = subprocess.Popen([sys.executable, "-c", spin])
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and tree_cpu_seconds(child.pid) < 0.8:
+                time.sleep(0.05)
+            busy_end = time.time()
+        before = timeline.cores(timeline.samples[0][0], quiet)
+        during = timeline.cores(quiet, busy_end)
+        assert before["harness"] < 0.3, before        # the sampler's own CPU is not the harness's
+        assert during["harness"] * (busy_end - quiet) >= 0.6, during
+        assert during["simulator"] < 0.1
+        child.kill()
+        child.wait()
+    finally:
+        idle.kill()
+        idle.wait()
