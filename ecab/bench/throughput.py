@@ -8,11 +8,12 @@ both budgets in one run:
 
 - achieved episodes/s in steady state (all C slots busy) vs the lower of two bounds measured in the same case:
   the ideal C / (steps x L), where steps is the mean number of LLM turns per episode, and the machine's CPU
-  limit, (cores - cores taken by other processes) / (CPU per episode), where the CPU is the harness's (every
-  process of the runner: the episode processes, a local Ray's daemons and workers) plus the simulator's, which
-  shares this machine (a real endpoint would not), and the other processes' share is the machine's busy CPU
-  (/proc/stat) less those two; all are sampled every 0.5 s (`CpuTimeline`) and counted over the window the
-  rate is measured in, so start-up and the tail count in neither; all are printed;
+  limit, cores / (CPU per episode), where the CPU is the harness's (every process of the runner: the episode
+  processes, a local Ray's daemons and workers) plus the simulator's, which shares this machine (a real
+  endpoint would not); both are sampled every 0.5 s (`CpuTimeline`) and counted over the window the rate is
+  measured in, so start-up and the tail count in neither; the cores other processes got in that window
+  (the machine's busy CPU from /proc/stat less those two) are printed beside them: with anything else running
+  at a low priority, that is the CPU the harness left idle;
 - the p95 latency of the first search of the C episodes that started first (the burst when C episodes start
   together; `--warm both` runs runner=local's cases without and with the first-query warm-up);
 - where a step's time went (the LLM call, limiter waits included; the tool) with the share of search pages
@@ -284,15 +285,16 @@ def run_case(setup: Setup, runner: str, concurrency: int, latency_s: float, budg
     ideal = concurrency / (steps * latency_s) if steps else 0.0
     cores = usable_cores()
     # CPU over the same steady window as the rate (start-up and the tail left out): the machine's CPU limit is
-    # the cores other processes left, all busy with the harness and the simulator (which shares this machine; a
-    # real endpoint would not) at the CPU per episode measured in that window.
+    # every core busy with the harness and the simulator (which shares this machine; a real endpoint would
+    # not) at the CPU per episode measured in that window. What other processes got is printed beside it: run
+    # anything else at a low priority and it is the CPU the harness left idle.
     window = (min(finishes), steady_end(finishes, concurrency)) if finishes else (0.0, 0.0)
     if window[1] - window[0] < 2.0:
         window = (timeline.samples[0][0], timeline.samples[-1][0])
     used = timeline.cores(*window)
-    others_cores = min(used["others"], cores - 0.1)
+    others_cores = used["others"]
     cpu_per_episode = (used["harness"] + used["simulator"]) / rate if rate else 0.0
-    cpu_limit = (cores - others_cores) / cpu_per_episode if cpu_per_episode else 0.0
+    cpu_limit = cores / cpu_per_episode if cpu_per_episode else 0.0
     return {"runner": runner, "processes": processes if runner == "local" else None, "warm": warm,
             "C": concurrency, "budget": budget, "episodes": len(trajs), "failed": failed, "steps": steps,
             "eps_per_s": rate, "ideal_eps_per_s": ideal, "cpu_limit_eps_per_s": cpu_limit, "cores": cores,
@@ -324,7 +326,7 @@ def print_throughput(row: dict) -> None:
           f"ideal {row['ideal_eps_per_s']:7.2f}  CPU limit {row['cpu_limit_eps_per_s']:7.2f}  "
           f"-> {100 * share:5.1f}% of the lower  CPU/turn {row['harness_cpu_ms_per_turn']:5.1f} ms "
           f"(+ sim {row['sim_cpu_ms_per_turn']:4.1f})  cores used {row['harness_cores']:.2f}, "
-          f"by others {row['others_cores']:.2f}  first-wave search p95 "
+          f"idle or to others {row['others_cores']:.2f}  first-wave search p95 "
           f"{'-' if p95 is None else f'{1000 * p95:.0f} ms'}  steps {row['steps']:.1f}  "
           f"failed {row['failed']}/{row['episodes']}  memory {row['memory_per_episode_mb']:.2f} MB/ep  "
           f"({row['wall_s']:.0f} s)", flush=True)
@@ -395,7 +397,7 @@ def main(argv: list[str] | None = None) -> None:
           f"cores, load {os.getloadavg()[0]:.1f}; ray: {args.workers} workers, {replicas} catalog replica(s)",
           flush=True)
     print("-- throughput (no rate limit); % is of the lower of the ideal C / (steps x L) and the CPU limit, "
-          "(cores - cores other processes took) / (harness + simulator CPU per episode), all measured over "
+          "cores / (harness + simulator CPU per episode), both measured over "
           "the steady window of the rate", flush=True)
     for budget in budgets:
         for concurrency in concurrencies:
