@@ -59,7 +59,8 @@ def write_study(folder: Path, rows: list[dict]) -> None:
 def run_study(budgets: list[int], overrides: list[str], study: str | None = None) -> list[dict]:
     from ecab.config import load_config
     from ecab.run import judge_and_reduce, load_tasks, open_catalog, prepare_folder, run_episodes, validate
-    from ecab.runner.ray_cluster import RayOptions, ensure_ray
+    from ecab.core.ray_connect import ensure_ray
+    from ecab.runner.ray_cluster import RayOptions
     from ecab.runner.ray_catalog import CatalogPool
 
     base = ["runner=ray", *[o for o in overrides if not o.startswith("runner=")]]

@@ -7,6 +7,7 @@ and an unchanged one never rebuilds.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -18,14 +19,16 @@ from ecab.catalog.embedding_model import MODEL_NAME
 from ecab.catalog.facade import Catalog
 from ecab.catalog.layout import META_FILE
 from ecab.catalog.writer import build_catalog
+from ecab.config import ConfigError
 
 SOURCES = ("synthetic", "amazon", "productdb", "targets")
+BUILDERS = ("local", "ray")   # how a catalog is built; never what it holds (not in the fingerprint)
 # Bump when the store layout or the derived columns change: old cached catalogs are then rebuilt.
 STORE_VERSION = "2"   # 2: IVF_FLAT title vector index (was IVF_HNSW_SQ)
 DEFAULT_BATCH_SIZE = 1000
 
 
-class CatalogConfigError(ValueError):
+class CatalogConfigError(ConfigError):
     """A catalog config that cannot be built; the message names the key."""
 
 
@@ -226,6 +229,28 @@ def _expected_products(cfg: Any) -> int | None:
     return int(size) if _source(cfg) != "targets" else None
 
 
+def _builder(cfg: Any) -> str:
+    builder = _get(cfg, "builder", "local")
+    if builder not in BUILDERS:
+        raise CatalogConfigError(f"catalog.builder: unknown builder {builder!r}; choose one of: {', '.join(BUILDERS)}")
+    return builder
+
+
+def ray_build_options(cfg: Any):
+    """catalog.builder=ray's settings: catalog.ray_address, embed_workers, embed_cpus, embed_device."""
+    from ecab.catalog.ray_build import DEVICES, RayBuildOptions
+
+    device = _get(cfg, "embed_device", "cpu")
+    if device not in DEVICES:
+        raise CatalogConfigError(f"catalog.embed_device: unknown device {device!r}; choose one of: {', '.join(DEVICES)}")
+    cpus = _get(cfg, "embed_cpus", 1.0)
+    if isinstance(cpus, bool) or not isinstance(cpus, (int, float)) or cpus < 0:
+        raise CatalogConfigError(f"catalog.embed_cpus: expected a number >= 0, got {cpus!r}")
+    address = _get(cfg, "ray_address")
+    return RayBuildOptions(address=str(address) if address else None, embed_workers=_positive_int(cfg, "embed_workers", 2),
+                           embed_cpus=float(cpus), embed_device=device)
+
+
 def catalog_dir(cfg: Any, cache_dir: str | os.PathLike) -> Path:
     return Path(cache_dir).expanduser() / "catalogs" / catalog_fingerprint(cfg)
 
@@ -238,6 +263,15 @@ def ensure_catalog(cfg: Any, cache_dir: str | os.PathLike, *, mode: str = "hybri
     # The process's ecab cache, also for the exported query encoder (ecab.catalog.onnx_encoder); as an
     # environment variable it reaches the sandbox and local Ray workers too.
     os.environ["ECAB_CACHE_DIR"] = str(Path(cache_dir).expanduser())
+    builder = _builder(cfg)
+    if not (out / META_FILE).exists() and builder == "ray":
+        from ecab.catalog.ray_build import build_catalog_on_ray
+
+        plain = _plain(cfg)
+        build_catalog_on_ray(functools.partial(iter_source, plain), out, shards=_positive_int(cfg, "shards", 1),
+                             fingerprint=fingerprint, options=ray_build_options(cfg), progress=progress,
+                             total_products=_expected_products(cfg),
+                             source={"config": plain, "fingerprint_inputs": fingerprint_inputs(cfg)})
     if not (out / META_FILE).exists():
         if embedder is None:
             from ecab.catalog.embed import get_embedder

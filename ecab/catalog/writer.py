@@ -16,12 +16,13 @@ import warnings
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
 
 from ecab.catalog.base import CatalogBatch
+from ecab.catalog.embedding_model import DIM
 from ecab.catalog.layout import (FORMAT_VERSION, META_FILE, PRODUCTS, REVIEWS, VECTOR_INDEX_MIN_ROWS,
                                  VECTOR_MAX_NPROBES, product_schema, product_search_text, review_schema,
                                  review_search_text, shard_dir, shard_of)
@@ -51,9 +52,16 @@ def _vectors_array(vectors: np.ndarray, dim: int) -> pa.Array:
     return pa.FixedSizeListArray.from_arrays(flat, dim)
 
 
-def _product_table(products: list[Product], seqs: list[int], review_counts: dict[str, int],
-                   vectors: np.ndarray, dim: int) -> pa.Table:
-    columns: dict[str, list] = {name: [] for name in product_schema(dim).names if name != "vector"}
+def product_row_schema() -> pa.Schema:
+    """The products table's columns without the title vector: what a batch is before it is embedded."""
+    schema = product_schema(DIM)
+    return schema.remove(schema.get_field_index("vector"))
+
+
+def product_rows(products: list[Product], seqs: list[int], review_counts: dict[str, int]) -> pa.Table:
+    """The products' rows, every column but the title vector (product_row_schema)."""
+    schema = product_row_schema()
+    columns: dict[str, list] = {name: [] for name in schema.names}
     for product, seq in zip(products, seqs):
         details = product.details
         columns["seq"].append(seq)
@@ -73,12 +81,20 @@ def _product_table(products: list[Product], seqs: list[int], review_counts: dict
         columns["review_count"].append(review_counts.get(product.product_id, 0))
         columns["search_text"].append(product_search_text(product))
         columns["data"].append(_dumps(product))
-    arrays = [pa.array(columns[f.name], type=f.type) for f in product_schema(dim) if f.name != "vector"]
-    arrays.append(_vectors_array(vectors, dim))
-    return pa.Table.from_arrays(arrays, schema=product_schema(dim))
+    return pa.Table.from_arrays([pa.array(columns[f.name], type=f.type) for f in schema], schema=schema)
 
 
-def _review_table(reviews: list[Review], seqs: list[int]) -> pa.Table:
+def with_vectors(rows: pa.Table, vectors: np.ndarray, dim: int) -> pa.Table:
+    """`rows` (product_rows) with their title vectors appended: the stored products table."""
+    return rows.append_column(product_schema(dim).field("vector"), _vectors_array(vectors, dim))
+
+
+def _product_table(products: list[Product], seqs: list[int], review_counts: dict[str, int],
+                   vectors: np.ndarray, dim: int) -> pa.Table:
+    return with_vectors(product_rows(products, seqs, review_counts), vectors, dim)
+
+
+def review_rows(reviews: list[Review], seqs: list[int]) -> pa.Table:
     return pa.Table.from_arrays([
         pa.array(seqs, type=pa.int64()),
         pa.array([r.product_id for r in reviews], type=pa.string()),
@@ -117,7 +133,7 @@ def vector_index_config(n_rows: int):
 
 
 @dataclass
-class _ShardWriter:
+class ShardWriter:
     """Appends batches to one shard's tables, creating them on first write."""
 
     path: Path
@@ -131,6 +147,21 @@ class _ShardWriter:
         import lancedb
 
         self.db = lancedb.connect(str(self.path))
+
+    @classmethod
+    def resume(cls, path: Path, dim: int, counts: dict[str, int], seq_ends: dict[str, int]) -> "ShardWriter":
+        """The shard as a checkpoint left it: its tables reopened with `counts` rows each, and any row at or
+        past `seq_ends` (an append that committed after the checkpoint was written) deleted."""
+        writer = cls(path, dim, n_products=counts[PRODUCTS], n_reviews=counts[REVIEWS])
+        existing = set(writer.db.table_names())
+        for name in (PRODUCTS, REVIEWS):
+            if name not in existing:
+                continue
+            table = writer.db.open_table(name)
+            if table.count_rows(f"seq >= {int(seq_ends[name])}"):
+                table.delete(f"seq >= {int(seq_ends[name])}")
+            setattr(writer, name, table)
+        return writer
 
     def add(self, name: str, table: pa.Table) -> None:
         if table.num_rows == 0:
@@ -202,23 +233,11 @@ def build_catalog(batches: Iterable[CatalogBatch], out_dir: str | os.PathLike, *
     tmp = out_dir.parent / f".{out_dir.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     started = time.time()
     try:
-        writers = [_ShardWriter(shard_dir(tmp, i), embedder.dim) for i in range(shards)]
+        writers = [ShardWriter(shard_dir(tmp, i), embedder.dim) for i in range(shards)]
         stats = _write_batches(batches, writers, embedder, progress, total_products)
         versions = [w.finish() for w in writers]
-        meta = {
-            "format": FORMAT_VERSION,
-            "fingerprint": fingerprint,
-            "shards": shards,
-            "counts": {PRODUCTS: sum(w.n_products for w in writers), REVIEWS: sum(w.n_reviews for w in writers)},
-            "shard_counts": [{PRODUCTS: w.n_products, REVIEWS: w.n_reviews} for w in writers],
-            "versions": versions,
-            "skipped": stats,
-            "embedding_model": embedder.model_name,
-            "embedding_dim": embedder.dim,
-            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "build_seconds": round(time.time() - started, 2),
-            "source": source or {},
-        }
+        meta = catalog_meta(fingerprint, writers, versions, stats, embedder.model_name, embedder.dim, started,
+                            source)
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
         os.rename(tmp, out_dir)   # atomic: the catalog appears complete or not at all
     except BaseException:
@@ -227,39 +246,92 @@ def build_catalog(batches: Iterable[CatalogBatch], out_dir: str | os.PathLike, *
     return out_dir
 
 
-def _write_batches(batches: Iterable[CatalogBatch], writers: list[_ShardWriter], embedder, progress: bool,
+@dataclass
+class PreparedBatch:
+    """One source batch after de-duplication, numbered in build order: what both builders embed and write."""
+
+    products: list[Product]
+    product_seqs: list[int]
+    review_counts: dict[str, int]
+    reviews: list[Review]
+    review_seqs: list[int]
+
+
+def prepare_batches(batches: Iterable[CatalogBatch], stats: dict[str, int]) -> Iterator[PreparedBatch]:
+    """De-duplicate and number the stream: duplicate product ids keep the first occurrence, reviews of a
+    product not seen so far are dropped (both counted into `stats`), `seq`s count up over the whole stream.
+    Sequential by nature (it remembers every id), and cheap next to embedding."""
+    seen: set[str] = set()
+    stats.setdefault("duplicate_products", 0)
+    stats.setdefault("orphan_reviews", 0)
+    next_product_seq = next_review_seq = 0
+    for batch in batches:
+        products = []
+        for product in batch.products:
+            if product.product_id in seen:
+                stats["duplicate_products"] += 1
+                continue
+            seen.add(product.product_id)
+            products.append(product)
+        reviews = [r for r in batch.reviews if r.product_id in seen]
+        stats["orphan_reviews"] += len(batch.reviews) - len(reviews)
+        review_counts: dict[str, int] = {}
+        for review in reviews:
+            review_counts[review.product_id] = review_counts.get(review.product_id, 0) + 1
+
+        product_seqs = list(range(next_product_seq, next_product_seq + len(products)))
+        review_seqs = list(range(next_review_seq, next_review_seq + len(reviews)))
+        next_product_seq += len(products)
+        next_review_seq += len(reviews)
+        yield PreparedBatch(products, product_seqs, review_counts, reviews, review_seqs)
+
+
+def catalog_meta(fingerprint: str, writers: list[ShardWriter], versions: list[dict[str, int]],
+                 stats: dict[str, int], model_name: str, dim: int, started: float,
+                 source: dict[str, Any] | None) -> dict[str, Any]:
+    """meta.json of a finished build (layout.py)."""
+    return {
+        "format": FORMAT_VERSION,
+        "fingerprint": fingerprint,
+        "shards": len(writers),
+        "counts": {PRODUCTS: sum(w.n_products for w in writers), REVIEWS: sum(w.n_reviews for w in writers)},
+        "shard_counts": [{PRODUCTS: w.n_products, REVIEWS: w.n_reviews} for w in writers],
+        "versions": versions,
+        "skipped": stats,
+        "embedding_model": model_name,
+        "embedding_dim": dim,
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "build_seconds": round(time.time() - started, 2),
+        "source": source or {},
+    }
+
+
+def _write_batches(batches: Iterable[CatalogBatch], writers: list[ShardWriter], embedder, progress: bool,
                    total_products: int | None) -> dict[str, int]:
     from tqdm import tqdm
 
-    seen: set[str] = set()
     stats = {"duplicate_products": 0, "orphan_reviews": 0}
-    next_product_seq = next_review_seq = 0
     bar = tqdm(total=total_products, unit="product", desc="build catalog", disable=not progress)
     try:
-        for batch in batches:
-            products = []
-            for product in batch.products:
-                if product.product_id in seen:
-                    stats["duplicate_products"] += 1
-                    continue
-                seen.add(product.product_id)
-                products.append(product)
-            reviews = [r for r in batch.reviews if r.product_id in seen]
-            stats["orphan_reviews"] += len(batch.reviews) - len(reviews)
-            review_counts: dict[str, int] = {}
-            for review in reviews:
-                review_counts[review.product_id] = review_counts.get(review.product_id, 0) + 1
-
-            product_seqs = list(range(next_product_seq, next_product_seq + len(products)))
-            review_seqs = list(range(next_review_seq, next_review_seq + len(reviews)))
-            next_product_seq += len(products)
-            next_review_seq += len(reviews)
-            title_vectors = embedder.encode([p.title or "" for p in products])
-            _route(writers, products, product_seqs, review_counts, title_vectors, reviews, review_seqs)
-            bar.update(len(products))
+        for batch in prepare_batches(batches, stats):
+            title_vectors = embedder.encode([p.title or "" for p in batch.products])
+            _route(writers, batch.products, batch.product_seqs, batch.review_counts, title_vectors, batch.reviews,
+                   batch.review_seqs)
+            bar.update(len(batch.products))
     finally:
         bar.close()
     return stats
+
+
+def add_routed(writers: list[ShardWriter], products: pa.Table, reviews: pa.Table) -> None:
+    """Append one embedded batch's tables (with_vectors, review_rows), each row to its product's shard."""
+    n = len(writers)
+    for name, table in ((PRODUCTS, products), (REVIEWS, reviews)):
+        shard = np.array([shard_of(pid, n) for pid in table.column("product_id").to_pylist()], dtype=np.int64)
+        for i, writer in enumerate(writers):
+            rows = np.flatnonzero(shard == i)
+            if len(rows):
+                writer.add(name, table if len(rows) == table.num_rows else table.take(rows))
 
 
 def _route(writers, products, product_seqs, review_counts, title_vectors, reviews, review_seqs) -> None:
@@ -274,5 +346,5 @@ def _route(writers, products, product_seqs, review_counts, title_vectors, review
                                                 review_counts, title_vectors[rows], writer.dim))
         rows = np.flatnonzero(review_shard == i)
         if len(rows):
-            writer.add(REVIEWS, _review_table([reviews[j] for j in rows], [review_seqs[j] for j in rows]))
+            writer.add(REVIEWS, review_rows([reviews[j] for j in rows], [review_seqs[j] for j in rows]))
 

@@ -1,7 +1,8 @@
 """runner=ray: the `Runner` (ecab/runner/protocol.py) over a Ray cluster.
 
 Topology (docs/architecture.md §7.2), one module per part:
-- ray_cluster.py: the settings (`RayOptions`), connecting to Ray, one limiter actor per LLM endpoint.
+- ray_cluster.py: the settings (`RayOptions`), one limiter actor per LLM endpoint (connecting to Ray:
+  ecab/core/ray_connect.py).
 - ray_catalog.py: `CatalogPool`, `shards x replicas` catalog actors, each opening its shard read-only; episode
   workers read the catalog through the same `Catalog` facade as runner=local, over Ray shard clients
   (`remote_catalog`), so results are identical and no worker loads the embedding model.
@@ -18,13 +19,14 @@ from typing import Mapping
 
 import ray
 
+from ecab.core.ray_connect import ensure_ray
 from ecab.core.unit import Unit
 from ecab.env.episode import EpisodeSettings
 from ecab.llm.limits import LimiterSettings
 from ecab.runner.episode import EpisodeOptions
 from ecab.runner.protocol import OnDone, RunnerStats
 from ecab.runner.ray_catalog import CatalogPool
-from ecab.runner.ray_cluster import RayOptions, ensure_ray, start_limiters
+from ecab.runner.ray_cluster import RayOptions, start_limiters
 from ecab.runner.ray_driver import RayDriver
 from ecab.runner.ray_worker import WorkerSpec
 from ecab.runs import RunFolder

@@ -1,13 +1,11 @@
-"""runner=ray's cluster: its settings (`RayOptions`, from runner.*), connecting to Ray (`ensure_ray`) and the
-limiter actors, one per LLM endpoint (`start_limiters`)."""
+"""runner=ray's cluster: its settings (`RayOptions`, from runner.*) and the limiter actors, one per LLM endpoint
+(`start_limiters`); connecting to Ray is ecab/core/ray_connect.py."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import ray
-
-from ecab.core.process_env import configure_process_env
 
 
 @dataclass
@@ -27,18 +25,6 @@ class RayOptions:
             raise ValueError(f"runner.workers and runner.concurrency must be >= 1 "
                              f"(got {opts.workers}, {opts.concurrency})")
         return opts
-
-
-def ensure_ray(address: str | None = None) -> bool:
-    """Connect to Ray (a cluster when `address` is set, e.g. "auto"; else a local one, or the cluster of
-    a `ray job submit` through RAY_ADDRESS). Returns True when this call started the connection."""
-    if ray.is_initialized():
-        return False
-    # The processes a local Ray starts inherit this process's environment: set it up first, whoever calls.
-    configure_process_env()
-    kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": "warning", "log_to_driver": True}
-    ray.init(address=address or None, **kwargs)
-    return True
 
 
 def start_limiters(model_cfgs: list[dict], settings: dict) -> dict[str, Any]:
