@@ -153,7 +153,7 @@ class ShardWriter:
         """The shard as a checkpoint left it: its tables reopened with `counts` rows each, and any row at or
         past `seq_ends` (an append that committed after the checkpoint was written) deleted."""
         writer = cls(path, dim, n_products=counts[PRODUCTS], n_reviews=counts[REVIEWS])
-        existing = set(writer.db.table_names())
+        existing = set(writer.db.list_tables().tables)
         for name in (PRODUCTS, REVIEWS):
             if name not in existing:
                 continue
