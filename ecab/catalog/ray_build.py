@@ -48,7 +48,7 @@ DEVICES = ("cpu", "cuda")
 class RayBuildOptions:
     """How a Ray build runs; none of it changes the catalog (it is not in the fingerprint)."""
 
-    address: str | None = None   # None: a local Ray (or the connected one); "auto" or host:port: a cluster
+    address: str | None = None   # None: a local Ray of its own (or the connected one); "auto", host:port: a cluster
     embed_workers: int = 2       # embedding actors
     embed_cpus: float = 1.0      # CPUs reserved per actor (and torch threads: Ray sets OMP_NUM_THREADS from it)
     embed_device: str = "cpu"    # cuda: one GPU per actor when the cluster has GPUs, else the CPU
@@ -255,7 +255,9 @@ def build_catalog_on_ray(make_batches: Callable[[], Iterable[CatalogBatch]], out
     with _build_lock(out_dir):
         if (out_dir / META_FILE).exists():
             return out_dir   # built by another process while this one waited
-        started_ray = ensure_ray(options.address)
+        # No address: a Ray of this process's own ("local"), never whichever cluster was started last on
+        # this machine (what ray.init() without an address joins); RAY_ADDRESS (ray job submit) still wins.
+        started_ray = ensure_ray(options.address or "local")
         started = time.time()
         try:
             state, writers = _open_shards(work, fingerprint, shards)

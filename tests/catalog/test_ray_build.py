@@ -31,7 +31,7 @@ def ray_local():
 
     from ecab.core.ray_connect import ensure_ray
 
-    started = ensure_ray(None, num_cpus=2)
+    started = ensure_ray("local", num_cpus=2)   # never another process's cluster
     yield
     if started:
         ray.shutdown()
