@@ -265,19 +265,25 @@ def build_catalog_on_ray(make_batches: Callable[[], Iterable[CatalogBatch]], out
             written = sum(c[PRODUCTS] for c in state.shard_counts)
             bar = tqdm(total=total_products, initial=written, unit="product", desc="build catalog (ray)",
                        disable=not progress)
+            write_s = 0.0   # the driver's share: appends and checkpoints (what a faster pool would wait for)
             try:
                 for row in _embedded_rows(make_batches, state.batches, options):
+                    began = time.perf_counter()
                     products, reviews = _from_ipc(row[PRODUCTS]), _from_ipc(row[REVIEWS])
                     add_routed(writers, products, reviews)
                     _advance(state, writers, row, products, reviews)
                     state.save(work)   # after the data: a checkpoint never promises rows not written
+                    write_s += time.perf_counter() - began
                     bar.update(products.num_rows)
             finally:
                 bar.close()
+            began = time.perf_counter()
             versions = [w.finish() for w in writers]
+            index_s = time.perf_counter() - began
             meta = catalog_meta(fingerprint, writers, versions, dict(state.stats), MODEL_NAME, DIM, started, source)
             meta["builder"] = {"name": "ray", "embed_workers": options.embed_workers,
-                               "embed_device": _embedding_resources(options)[0], "resumed_at_batch": resumed}
+                               "embed_device": _embedding_resources(options)[0], "resumed_at_batch": resumed,
+                               "write_s": round(write_s, 2), "index_s": round(index_s, 2)}
             (work / STATE_FILE).unlink()
             (work / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
             os.rename(work, out_dir)   # atomic: the catalog appears complete or not at all
