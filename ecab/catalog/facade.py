@@ -24,7 +24,7 @@ from typing import Any, Iterable, Iterator, Sequence
 from ecab.catalog.base import SearchHit, SearchPage
 from ecab.catalog.cache import SearchPageCache
 from ecab.catalog.layout import PRODUCTS, read_meta, shard_of
-from ecab.catalog.search import ShardCandidates, check_mode, fuse, hybrid_depth, search_args
+from ecab.catalog.search import EMBEDDING_MODES, ShardCandidates, check_mode, fuse, hybrid_depth, search_args
 from ecab.catalog.shard_client import LocalShardClient, ShardClient
 from ecab.schema import Product, Review
 
@@ -86,8 +86,10 @@ class Catalog:
 
     def warm_queries(self, texts: Iterable[str]) -> int:
         """Embed these search texts now, one at a time, into the query-vector cache their searches will read
-        (a burst of episodes asks them together later); returns how many were embedded. See
-        docs/decisions.md#first-query-warm-up."""
+        (a burst of episodes asks them together later); returns how many were embedded (none when this
+        catalog's mode does not embed queries). See docs/decisions.md#first-query-warm-up."""
+        if self.mode not in EMBEDDING_MODES:
+            return 0
         done = 0
         for text in texts:
             self._encode(text)

@@ -43,6 +43,7 @@ import pyarrow as pa
 from ecab.catalog.base import SearchHit, SearchPage
 
 MODES = ("hybrid", "fts", "vector", "original")
+EMBEDDING_MODES = ("hybrid", "vector")   # the modes that embed the query
 # Hybrid product search: leg depth and the vector leg's weight in the fused score, chosen by measurement
 # (docs/decisions.md#search-fusion): both legs are cut at D and normalized to [0, 1] before they are summed.
 HYBRID_DEPTH = 50

@@ -22,7 +22,7 @@ from ecab.catalog.base import SearchHit
 from ecab.catalog.cache import LRU, MISSING
 from ecab.catalog.layout import (PRODUCTS, REVIEWS, VECTOR_MAX_NPROBES, VECTOR_NPROBES, read_meta,
                                  review_search_text, shard_dir)
-from ecab.catalog.search import MODES, ShardCandidates, has_word, original_phrases, rrf_fuse, sql_quote
+from ecab.catalog.search import EMBEDDING_MODES, MODES, ShardCandidates, has_word, original_phrases, rrf_fuse, sql_quote
 from ecab.schema import Review
 
 
@@ -269,7 +269,7 @@ class CatalogShard:
             return []
         if mode == "fts":
             return self._review_fts(MatchQuery(query, "search_text", operator="AND"), only, limit)
-        if mode not in ("hybrid", "vector"):
+        if mode not in EMBEDDING_MODES:
             raise ValueError(f"unknown search mode {mode!r} (expected one of {', '.join(MODES)})")
         rows = self.review_rows(product_id)
         if not rows:

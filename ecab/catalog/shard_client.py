@@ -16,7 +16,7 @@ from typing import Any, Generic, Iterator, Protocol, TypeVar
 import numpy as np
 
 from ecab.catalog.base import SearchHit
-from ecab.catalog.search import ShardCandidates
+from ecab.catalog.search import EMBEDDING_MODES, ShardCandidates
 from ecab.catalog.shard import CatalogShard
 
 T = TypeVar("T")
@@ -128,7 +128,7 @@ class LocalShardClient:
         return Done(self.shard.review_rows(product_id))
 
     def search_reviews(self, product_id: str, query: str, limit: int, mode: str) -> Done[list[str]]:
-        vector = self.shard.embedder.encode_query(query) if mode in ("hybrid", "vector") else None
+        vector = self.shard.embedder.encode_query(query) if mode in EMBEDDING_MODES else None
         return Done(self.shard.search_reviews(product_id, query, vector, limit=limit, mode=mode))
 
     def store_rows(self, store: str) -> Done[tuple[tuple[int, str, str], ...]]:

@@ -111,9 +111,9 @@ def first_queries(units: list[Unit], tasks: Mapping[str, Task]) -> list[str]:
 
 def warm_first_queries(catalog, units: list[Unit], tasks: Mapping[str, Task]) -> None:
     """Embed the units' first queries in a tool thread, in unit order, while the episodes start (only for a
-    catalog that embeds queries in this process and a mode that uses the vectors); see
+    catalog that embeds queries in this process; it skips what its mode does not embed); see
     docs/decisions.md#first-query-warm-up."""
-    if getattr(catalog, "path", None) is None or getattr(catalog, "mode", None) not in ("hybrid", "vector"):
+    if getattr(catalog, "path", None) is None:
         return
     asyncio.get_running_loop().run_in_executor(None, _warm, catalog, first_queries(units, tasks))
 

@@ -27,7 +27,7 @@ from tqdm import tqdm
 from ecab.core.unit import Unit
 from ecab.env.agent_protocol import EndpointRefused
 from ecab.env.episode import EpisodeSettings
-from ecab.llm.limits import LimiterSettings
+from ecab.llm.limits import LimiterSettings, LimiterStats
 from ecab.runner.episode import EpisodeOptions
 from ecab.runner.protocol import OnDone, RunnerFailed, RunnerStats
 from ecab.runs import RunFolder
@@ -79,21 +79,16 @@ def limiter_share(limits: LimiterSettings, parts: int, index: int) -> LimiterSet
 
 
 def merge_limiter_stats(parts: list[dict[str, Any]]) -> dict[str, Any]:
-    """One endpoint's limiter figures over the children: counts and windows add up, the time span is the
-    union, the rate is recomputed over it."""
+    """One endpoint's limiter figures (LimiterStats.as_dict) over the children: counts and windows add up, the
+    time span is the union, and LimiterStats recomputes the rate over it."""
     if len(parts) == 1:
         return parts[0]
-    merged: dict[str, Any] = {}
-    for key in ("ok", "throttled", "failed", "peak_in_flight", "window", "min_window"):
-        merged[key] = sum(p.get(key) or 0 for p in parts)
     firsts = [p["first_at"] for p in parts if p.get("first_at")]
     lasts = [p["last_at"] for p in parts if p.get("last_at")]
-    merged["first_at"] = min(firsts) if firsts else None
-    merged["last_at"] = max(lasts) if lasts else None
-    merged["paused_s"] = max((p.get("paused_s") or 0.0) for p in parts)
-    span = (merged["last_at"] - merged["first_at"]) if firsts and lasts else 0.0
-    merged["ok_per_s"] = round(merged["ok"] / span, 3) if span > 0 else 0.0
-    return merged
+    summed = {key: sum(p.get(key) or 0 for p in parts)
+              for key in ("ok", "throttled", "failed", "peak_in_flight", "window", "min_window")}
+    return LimiterStats(**summed, first_at=min(firsts, default=None), last_at=max(lasts, default=None),
+                        paused_s=max((p.get("paused_s") or 0.0) for p in parts)).as_dict()
 
 
 def merge_stats(parts: list[RunnerStats], concurrency: int) -> RunnerStats:
@@ -221,9 +216,8 @@ def child_main(spec: ChildSpec, units: list[Unit], tasks: dict[str, Task], pipe)
         from ecab.runner.local import LocalRunner, first_queries
 
         catalog = Catalog.open(spec.catalog_path, mode=spec.search_mode)
-        if spec.search_mode in ("hybrid", "vector"):
-            # Load the query encoder before the episodes start, as the parent's catalog already has it.
-            catalog.warm_queries(first_queries(units, tasks)[:1])
+        # Load the query encoder before the episodes start, as the parent's catalog already has it.
+        catalog.warm_queries(first_queries(units, tasks)[:1])
         runner = LocalRunner(spec.episode, concurrency=spec.concurrency, limits=spec.limits, progress=False,
                              writer=spec.writer, warm_queries=spec.warm_queries)
 
