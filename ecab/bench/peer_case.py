@@ -80,12 +80,13 @@ def run_ecab(setup, spec: dict, units: list) -> tuple[list[dict], list[str]]:
 
 def run_side(spec: dict) -> dict:
     process_start = time.time()
-    from ecab.bench.throughput import Setup, rss_mb, sim_model_cfg
+    from ecab.bench.throughput import Setup, sim_model_cfg
+    from ecab.core.machine import resident_mb
 
     setup = Setup(spec["overrides"])
     model_name = sim_model_cfg(spec["base_url"], spec["concurrency"])["name"]
     units = setup.units(spec["episodes"], spec["budget"], model_name)
-    rss_before = rss_mb()
+    rss_before = resident_mb()
     cpu_start, started = cpu_seconds(), time.time()
     if spec["side"] == "ecab":
         records, errors = run_ecab(setup, spec, units)

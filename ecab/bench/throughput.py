@@ -42,13 +42,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ecab.core.machine import usable_cores
+from ecab.core.machine import resident_mb, usable_cores
 from ecab.core.process_env import configure_process_env
-
-
-def rss_mb() -> float:
-    with open("/proc/self/statm") as handle:
-        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 class PeakRss:
@@ -56,7 +51,7 @@ class PeakRss:
     whole process lifetime's, so it says nothing about a case that follows a bigger one). `measure`: this
     process by default, or e.g. a process tree's total."""
 
-    def __init__(self, measure=rss_mb):
+    def __init__(self, measure=resident_mb):
         self.measure = measure
 
     def __enter__(self) -> "PeakRss":

@@ -1,5 +1,5 @@
-"""What this machine lets a process use: `usable_cores()`, the cores runner=local spreads its episode processes
-over and the throughput benchmark divides by."""
+"""What this machine lets a process use, and what it uses: `usable_cores()`, the cores runner=local spreads its
+episode processes over and the throughput benchmark divides by; `resident_mb()`, this process's memory now."""
 from __future__ import annotations
 
 import math
@@ -35,3 +35,12 @@ def usable_cores() -> int:
     if quota is not None:
         cores = min(cores, max(1, math.ceil(quota)))
     return max(1, cores)
+
+
+def resident_mb() -> float:
+    """This process's resident memory now, in MB (Linux /proc; 0 elsewhere)."""
+    try:
+        with open("/proc/self/statm") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return 0.0

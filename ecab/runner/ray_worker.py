@@ -9,6 +9,7 @@ from typing import Any
 
 import ray
 
+from ecab.core.machine import resident_mb
 from ecab.core.unit import Unit
 from ecab.runner.episode import EpisodeOptions, run_unit, widen_thread_pool
 from ecab.runner.ray_catalog import remote_catalog
@@ -45,7 +46,7 @@ class EpisodeWorkerService:
         self.settings = EpisodeSettings(**spec.settings)
         self.catalog = remote_catalog(meta, catalog_actors, mode=spec.search_mode)
         self.folder = RunFolder(spec.run_dir)
-        self.rss_start_mb = _rss_mb()
+        self.rss_start_mb = resident_mb()
         self._started = False
         self.finished = 0
         # This worker's share of each endpoint's window (the limiter actors), injected into the chat client that
@@ -83,11 +84,3 @@ class EpisodeWorkerService:
 
 EpisodeWorker = ray.remote(EpisodeWorkerService)
 
-
-def _rss_mb() -> float:
-    """This process's resident memory now (Linux /proc; 0 elsewhere)."""
-    try:
-        with open("/proc/self/statm") as handle:
-            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-    except (OSError, ValueError, IndexError):
-        return 0.0
