@@ -58,6 +58,7 @@ class PeakRss:
         import threading
 
         self.base = self.peak = self.measure()
+        self.samples = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
@@ -66,6 +67,7 @@ class PeakRss:
     def _sample(self) -> None:
         while not self._stop.wait(0.05):
             self.peak = max(self.peak, self.measure())
+            self.samples += 1
 
     def __exit__(self, *exc) -> None:
         self._stop.set()
