@@ -14,8 +14,9 @@ both budgets in one run:
   measured in, so start-up and the tail count in neither; the cores other processes got in that window
   (the machine's busy CPU from /proc/stat less those two) are printed beside them: with anything else running
   at a low priority, that is the CPU the harness left idle;
-- the p95 latency of the first search of the C episodes that started first (the burst when C episodes start
-  together; `--warm both` runs runner=local's cases without and with the first-query warm-up);
+- the p95 latency of the first search (the shopper's request) and of all searches of the C episodes that started
+  first (the burst when C episodes start together; `--warm both` runs runner=local's cases without and with the
+  first-query warm-up, `--admission both` without and with admission) and of every later episode;
 - where a step's time went (the LLM call, limiter waits included; the tool) with the share of search pages
   served from the page cache;
 - under rate limiting (the simulator's RPM bucket below the demand): the rate of requests the endpoint
@@ -204,29 +205,51 @@ class Setup:
         return make_units([t.id for t in self.tasks], model, budget, 0, trials)[:n]
 
 
-def first_wave_search_p95(records: list[tuple[float, object]], concurrency: int) -> float | None:
-    """p95 latency of the first search of the C episodes that started first (start = finish - wall time): the
-    burst of cold searches when C episodes start together."""
-    started = sorted(records, key=lambda r: r[0] - r[1].wall_s)[:concurrency]
-    firsts = [next((s.tool_latency_s for s in traj.steps if s.tool == "search_products"), None)
-              for _, traj in started]
-    firsts = sorted(x for x in firsts if x is not None)
-    return firsts[min(len(firsts) - 1, int(0.95 * len(firsts)))] if firsts else None
+def search_p95s(records: list[tuple[float, object]], concurrency: int) -> dict[str, float | None]:
+    """p95 search latencies of the C episodes that started first (start = finish - wall time), the burst when C
+    episodes start together, and of every later episode, the steady state they are compared with: of each
+    episode's first search (the shopper's request) and of all its searches. None where there were none."""
+    started = sorted(records, key=lambda r: r[0] - r[1].wall_s)
+    first_wave, later = [t for _, t in started[:concurrency]], [t for _, t in started[concurrency:]]
+    return {"first_wave_first": _first_search_p95(first_wave), "later_first": _first_search_p95(later),
+            "first_wave_all": _p95(_searches(first_wave)), "later_all": _p95(_searches(later))}
 
 
-def local_runner(setup: Setup, episode, concurrency: int, limits, processes: int, warm: bool):
+def _searches(trajectories: list) -> list[float]:
+    return [s.tool_latency_s for traj in trajectories for s in traj.steps
+            if s.tool == "search_products" and s.tool_latency_s is not None]
+
+
+def _first_search_p95(trajectories: list) -> float | None:
+    return _p95([next(iter(_searches([traj])), None) for traj in trajectories])
+
+
+def _p95(values: list) -> float | None:
+    values = sorted(x for x in values if x is not None)
+    return values[min(len(values) - 1, int(0.95 * len(values)))] if values else None
+
+
+def local_runner(setup: Setup, episode, concurrency: int, limits, processes: int, warm: bool, admission: bool,
+                 delay_s: float | None = None):
+    from ecab.runner.admission import AdmissionSettings
     from ecab.runner.local import LocalRunner
     from ecab.runner.local_processes import ProcessesRunner
 
+    gate = AdmissionSettings(enabled=admission)
+    if delay_s is not None:
+        gate.target_delay_s = delay_s
+
     if processes > 1:   # its children open the catalog themselves: cold caches
         return ProcessesRunner(episode, processes=processes, concurrency=concurrency, limits=limits,
-                               progress=False, warm_queries=warm)
+                               progress=False, warm_queries=warm, admission=gate)
     setup.catalog.clear_caches()   # every case starts cold, as runner=ray's fresh actors and new processes do
-    return LocalRunner(episode, concurrency=concurrency, limits=limits, progress=False, warm_queries=warm)
+    return LocalRunner(episode, concurrency=concurrency, limits=limits, progress=False, warm_queries=warm,
+                       admission=gate)
 
 
 def run_case(setup: Setup, runner: str, concurrency: int, latency_s: float, budget: int, n_units: int,
-             rpm: float | None, workers: int, replicas: int = 1, processes: int = 1, warm: bool = True) -> dict:
+             rpm: float | None, workers: int, replicas: int = 1, processes: int = 1, warm: bool = True,
+             admission: bool = True, delay_s: float | None = None) -> dict:
     from ecab.bench.process_tree import tree_rss_mb
     from ecab.env.episode import EpisodeSettings
     from ecab.llm.limits import LimiterSettings
@@ -253,7 +276,7 @@ def run_case(setup: Setup, runner: str, concurrency: int, latency_s: float, budg
             finished.append((time.time(), traj))
 
         if runner == "local":
-            run = local_runner(setup, episode, concurrency, limits, processes, warm)
+            run = local_runner(setup, episode, concurrency, limits, processes, warm, admission, delay_s)
             with PeakRss(lambda: tree_rss_mb(*harness)) as memory:
                 stats = run.run(units, tasks, setup.catalog, folder, settings, on_done=on_done)
             search_cache = setup.catalog.search_cache_stats() if processes == 1 else {}
@@ -292,14 +315,16 @@ def run_case(setup: Setup, runner: str, concurrency: int, latency_s: float, budg
     others_cores = used["others"]
     cpu_per_episode = (used["harness"] + used["simulator"]) / rate if rate else 0.0
     cpu_limit = cores / cpu_per_episode if cpu_per_episode else 0.0
+    searches = search_p95s(finished, concurrency)
     return {"runner": runner, "processes": processes if runner == "local" else None, "warm": warm,
+            "admission": stats.admission,
             "C": concurrency, "budget": budget, "episodes": len(trajs), "failed": failed, "steps": steps,
             "eps_per_s": rate, "ideal_eps_per_s": ideal, "cpu_limit_eps_per_s": cpu_limit, "cores": cores,
             "others_cores": others_cores, "harness_cores": used["harness"],
             "harness_cpu_ms_per_turn": 1000 * used["harness"] / (rate * steps) if rate else 0.0,
             "sim_cpu_ms_per_turn": 1000 * used["simulator"] / (rate * steps) if rate else 0.0,
             "wall_s": wall, "limiter": limiter, "runner_processes": stats.processes,
-            "first_wave_search_p95_s": first_wave_search_p95(finished, concurrency),
+            "search_p95_s": searches,
             "rpm_limit": rpm, "admitted_per_s": admitted_rate(sim.stats.get("admitted_per_ds", {}),
                                                               steady_end([f for f, _ in finished], concurrency)),
             "memory_per_episode_mb": memory_mb / concurrency,
@@ -312,25 +337,35 @@ def run_case(setup: Setup, runner: str, concurrency: int, latency_s: float, budg
 def runner_label(row: dict) -> str:
     if row["runner"] != "local":
         return row["runner"]
-    return f"local/{row['processes']}p" + ("" if row["warm"] else " cold")
+    admitted = row.get("admission") or {}
+    return (f"local/{row['processes']}p" + ("" if row["warm"] else " cold")
+            + ("" if admitted.get("enabled", True) else " all-in"))
 
 
 def print_throughput(row: dict) -> None:
     bound = min(row["ideal_eps_per_s"], row["cpu_limit_eps_per_s"] or row["ideal_eps_per_s"])
     share = row["eps_per_s"] / bound if bound else 0.0
-    p95 = row["first_wave_search_p95_s"]
+    p95 = row["search_p95_s"]
     print(f"{runner_label(row):>13}  C={row['C']:<5} b={row['budget']:<4} {row['eps_per_s']:7.2f} ep/s  "
           f"ideal {row['ideal_eps_per_s']:7.2f}  CPU limit {row['cpu_limit_eps_per_s']:7.2f}  "
           f"-> {100 * share:5.1f}% of the lower  CPU/turn {row['harness_cpu_ms_per_turn']:5.1f} ms "
           f"(+ sim {row['sim_cpu_ms_per_turn']:4.1f})  cores used {row['harness_cores']:.2f}, "
-          f"idle or to others {row['others_cores']:.2f}  first-wave search p95 "
-          f"{'-' if p95 is None else f'{1000 * p95:.0f} ms'}  steps {row['steps']:.1f}  "
+          f"idle or to others {row['others_cores']:.2f}  search p95, first / all: first wave {_ms(p95['first_wave_first'])} / "
+          f"{_ms(p95['first_wave_all'])}, later {_ms(p95['later_first'])} / {_ms(p95['later_all'])}  steps {row['steps']:.1f}  "
           f"failed {row['failed']}/{row['episodes']}  memory {row['memory_per_episode_mb']:.2f} MB/ep  "
           f"({row['wall_s']:.0f} s)", flush=True)
     split = row["step_s"]
     hits = "-" if row["search_hit_rate"] is None else f"{100 * row['search_hit_rate']:.0f}%"
+    admitted = row.get("admission") or {}
+    gate = (f"; in flight: mean {admitted['mean_in_flight']:.0f}, peak {admitted['peak_in_flight']} of "
+            f"{admitted['limit']}, queueing delay p95 {admitted['delay_p95_ms']} ms"
+            if admitted.get("enabled") else "")
     print(f"{'':>13}  per step: LLM call {split['llm']:.3f} s, tool {split['tool']:.3f} s, "
-          f"other {split['other']:.3f} s; search pages from cache {hits}", flush=True)
+          f"other {split['other']:.3f} s; search pages from cache {hits}{gate}", flush=True)
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{1000 * seconds:.0f} ms"
 
 
 def print_rate_limited(row: dict) -> None:
@@ -347,14 +382,17 @@ def parse_list(text: str, cast=str) -> list:
     return [cast(x.strip()) for x in text.split(",") if x.strip()]
 
 
-def local_variants(processes: list[str], concurrency: int, warm: str) -> list[tuple[int, bool]]:
-    """runner=local's (processes, warm) cases at this C: `auto` resolved as runner.processes=auto would, a
-    count that repeats another case's once."""
+ON_OFF = {"on": [True], "off": [False], "both": [False, True]}
+
+
+def local_variants(processes: list[str], concurrency: int, warm: str,
+                   admission: str = "on") -> list[tuple[int, bool, bool]]:
+    """runner=local's (processes, warm, admission) cases at this C: `auto` resolved as runner.processes=auto
+    would, a count that repeats another case's once."""
     from ecab.runner.factory import episode_processes
 
     counts = list(dict.fromkeys(episode_processes(p, concurrency, usable_cores()) for p in processes))
-    warms = {"on": [True], "off": [False], "both": [False, True]}[warm]
-    return [(count, w) for count in counts for w in warms]
+    return [(count, w, a) for count in counts for w in ON_OFF[warm] for a in ON_OFF[admission]]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -369,6 +407,11 @@ def main(argv: list[str] | None = None) -> None:
                              "the default full-length episode")
     parser.add_argument("--warm", choices=("on", "off", "both"), default="on",
                         help="runner=local's first-query warm-up (both: each case without and with it)")
+    parser.add_argument("--admission", choices=("on", "off", "both"), default="on",
+                        help="runner=local's episode admission (off: all C start at once; both: each case "
+                             "without and with it)")
+    parser.add_argument("--admission-delay-ms", type=float, default=None,
+                        help="the queueing delay admission holds the harness under (default: runner.admission's)")
     parser.add_argument("--waves", type=float, default=3.0, help="episodes per case = waves x C")
     parser.add_argument("--rpm", type=float, default=None,
                         help="RPM limit of the rate-limited case (default: half the demand at C=256)")
@@ -399,12 +442,14 @@ def main(argv: list[str] | None = None) -> None:
     for budget in budgets:
         for concurrency in concurrencies:
             for runner in runners:
-                variants = local_variants(parse_list(args.processes), concurrency, args.warm) \
-                    if runner == "local" else [(1, True)]
-                for processes, warm in variants:
+                variants = local_variants(parse_list(args.processes), concurrency, args.warm, args.admission) \
+                    if runner == "local" else [(1, True, True)]
+                for processes, warm, admission in variants:
                     print_throughput(run_case(setup, runner, concurrency, args.latency, budget,
                                               int(args.waves * concurrency), None, args.workers, replicas,
-                                              processes=processes, warm=warm))
+                                              processes=processes, warm=warm, admission=admission,
+                                              delay_s=None if args.admission_delay_ms is None
+                                              else args.admission_delay_ms / 1000))
     if args.no_rate_limited:
         return
     rate_c = 256 if 256 in concurrencies else concurrencies[0]

@@ -77,6 +77,19 @@ class SearchPageCache:
             page = running.result() if running is not None else self._run(key, mine, run)
         return SearchPage(hits=list(page.hits), total=page.total)
 
+    def cached(self, query: str, mode: str, limit: int, offset: int, where: str | None) -> SearchPage | None:
+        """The page if it is cached (a hit), else None without counting a miss: the caller then searches. Cheap
+        enough for the event loop, so a cached page never queues behind the tool threads' searches."""
+        mode, limit, offset = search_args(query, mode, limit, offset)
+        if mode is None:
+            return SearchPage(hits=[], total=0)
+        page = self._pages.get((query, mode, limit, offset, where))
+        if page is MISSING:
+            return None
+        with self._lock:
+            self.hits += 1
+        return SearchPage(hits=list(page.hits), total=page.total)
+
     def _run(self, key: tuple, mine: Future, run: Callable) -> SearchPage:
         try:
             page = run(*key)

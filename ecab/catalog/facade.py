@@ -24,7 +24,7 @@ from typing import Any, Iterable, Iterator, Sequence
 from ecab.catalog.base import SearchHit, SearchPage
 from ecab.catalog.cache import SearchPageCache
 from ecab.catalog.layout import PRODUCTS, read_meta, shard_of
-from ecab.catalog.search import EMBEDDING_MODES, ShardCandidates, check_mode, fuse, hybrid_depth, search_args
+from ecab.catalog.search import ShardCandidates, check_mode, fuse, hybrid_depth, search_args
 from ecab.catalog.shard_client import LocalShardClient, ShardClient
 from ecab.schema import Product, Review
 
@@ -84,15 +84,13 @@ class Catalog:
         for client in self.shards:
             client.clear_caches()
 
-    def warm_queries(self, texts: Iterable[str]) -> int:
-        """Embed these search texts now, one at a time, into the query-vector cache their searches will read
-        (a burst of episodes asks them together later); returns how many were embedded (none when this
-        catalog's mode does not embed queries). See docs/decisions.md#first-query-warm-up."""
-        if self.mode not in EMBEDDING_MODES:
-            return 0
+    def warm_searches(self, texts: Iterable[str], limit: int) -> int:
+        """Run these searches (first page, `limit` hits, this catalog's mode) now, one at a time: their pages go
+        into the page cache and their query vectors into the vector cache, where a burst of episodes asking
+        them later finds them. Returns how many ran. See docs/decisions.md#first-query-warm-up."""
         done = 0
         for text in texts:
-            self._encode(text)
+            self.search(text, limit=limit)
             done += 1
         return done
 
@@ -111,6 +109,11 @@ class Catalog:
     def search(self, query: str, *, limit: int = 20, offset: int = 0, mode: str | None = None,
                where: str | None = None) -> SearchPage:
         return self._pages.search(query, mode or self.mode, limit, offset, where, self._search)
+
+    def cached_search(self, query: str, *, limit: int = 20, offset: int = 0, mode: str | None = None,
+                      where: str | None = None) -> SearchPage | None:
+        """`search`'s page if it is already cached, else None (nothing is searched); see SearchPageCache.cached."""
+        return self._pages.cached(query, mode or self.mode, limit, offset, where)
 
     def _search(self, query: str, mode: str, limit: int, offset: int, where: str | None) -> SearchPage:
         if mode == "hybrid":

@@ -164,6 +164,12 @@ class ToolArgumentError(Exception):
     """A wrong-typed argument; its text becomes `Tool call failed: <text>`."""
 
 
+def search_answer(hits, page: int) -> dict:
+    """search_products' answer for a page of hits."""
+    return {"products": [{"product_id": h.product_id, "title": h.title} for h in hits.hits],
+            "page": page, "total_found": hits.total}
+
+
 def _page(params: dict) -> int:
     """`page` as a non-negative int (the original: `max(0, page)`); numeric strings are accepted."""
     page = params.get("page", 0)
@@ -278,6 +284,8 @@ class ToolBox:
         return json.loads(arguments_json)
 
     async def _run(self, name: str, params: dict, result: ToolResult) -> dict:
+        if name == "search_products" and (cached := self._cached_search_products(params)) is not None:
+            return cached
         if name in self._handlers:  # catalog-backed: may block (LanceDB), keep the event loop free
             return await asyncio.to_thread(self._handlers[name], params)
         if name == "get_user_profile":
@@ -298,8 +306,21 @@ class ToolBox:
     def _search_products(self, params: dict) -> dict:
         query, page = str(params["query"]), _page(params)
         hits = self.catalog.search(query, limit=PAGE_SIZE, offset=page * PAGE_SIZE, mode=self.search_mode)
-        return {"products": [{"product_id": h.product_id, "title": h.title} for h in hits.hits],
-                "page": page, "total_found": hits.total}
+        return search_answer(hits, page)
+
+    def _cached_search_products(self, params: dict) -> dict | None:
+        """search_products' answer from the catalog's page cache, on the event loop, or None: a page already
+        computed (a repeated search, a warmed first query) never queues behind the tool threads' searches
+        (docs/decisions.md#page-cache). Arguments it cannot read go the thread path, which reports them."""
+        cached_search = getattr(self.catalog, "cached_search", None)
+        if cached_search is None:
+            return None
+        try:
+            query, page = str(params["query"]), _page(params)
+        except Exception:
+            return None
+        hits = cached_search(query, limit=PAGE_SIZE, offset=page * PAGE_SIZE, mode=self.search_mode)
+        return None if hits is None else search_answer(hits, page)
 
     def _filter_by_attribute(self, params: dict) -> dict:
         ids = _id_list(params, "product_ids")

@@ -10,6 +10,7 @@ from omegaconf import OmegaConf
 
 from ecab.config import ConfigError
 from ecab.llm.limits import LimiterSettings
+from ecab.runner.admission import AdmissionSettings
 from ecab.runner.episode import EpisodeOptions
 from ecab.runner.protocol import Runner
 
@@ -29,6 +30,14 @@ def limiter_settings(cfg: Any) -> LimiterSettings:
     try:
         return LimiterSettings.from_config(OmegaConf.select(cfg, "runner.limits", default=None))
     except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def admission_settings(cfg: Any) -> AdmissionSettings:
+    """runner.admission: how runner=local lets episodes start (ecab/runner/admission.py)."""
+    try:
+        return AdmissionSettings.from_config(OmegaConf.select(cfg, "runner.admission", default=None))
+    except (TypeError, ValueError) as exc:
         raise ConfigError(str(exc)) from None
 
 
@@ -65,15 +74,17 @@ def local_runner(cfg: Any, catalog_pool=None) -> Runner:
     concurrency = int(runner_setting(cfg, "concurrency", 32))
     processes = episode_processes(runner_setting(cfg, "processes", "auto"), concurrency, usable_cores())
     warm = bool(runner_setting(cfg, "warm_queries", True))
+    admission = admission_settings(cfg)
     if processes > 1:
         from ecab.runner.local_processes import ProcessesRunner
 
         # Children get the model section as plain values (they pickle it).
         model_cfg = OmegaConf.to_container(cfg.model, resolve=True)
         return ProcessesRunner(episode_options(cfg, model_cfg), processes=processes, concurrency=concurrency,
-                               limits=limits, progress=bool(cfg.run.progress), warm_queries=warm)
+                               limits=limits, progress=bool(cfg.run.progress), warm_queries=warm,
+                               admission=admission)
     return LocalRunner(episode_options(cfg, cfg.model), concurrency=concurrency, limits=limits,
-                       progress=bool(cfg.run.progress), warm_queries=warm)
+                       progress=bool(cfg.run.progress), warm_queries=warm, admission=admission)
 
 
 def ray_runner(cfg: Any, catalog_pool=None) -> Runner:

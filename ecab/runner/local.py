@@ -4,8 +4,9 @@ Catalog lookups are blocking LanceDB calls that the tool box runs in threads, so
 be in flight while the event loop stays free. Each finished episode is checkpointed at once, from a tool
 thread; the objects loaded before the run are frozen out of the collector's full scans (frozen_heap).
 Each episode is `run_unit` (ecab/runner/episode.py), the body runner=ray's episode workers run too.
-While the first episodes make their first LLM calls, a tool thread embeds the shoppers' requests, which agents
-search first (docs/decisions.md#first-query-warm-up). Above one core's worth of episodes, runner=local runs
+While the first episodes make their first LLM calls, a tool thread runs the searches of the shoppers' requests,
+which agents search first (docs/decisions.md#first-query-warm-up). Episodes start as the harness keeps up, up to
+runner.concurrency in flight (ecab/runner/admission.py). Above one core's worth of episodes, runner=local runs
 several of these loops in processes of their own (ecab/runner/local_processes.py).
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ from tqdm import tqdm
 from ecab.core.unit import Unit
 from ecab.env.episode import EpisodeSettings
 from ecab.llm.limits import LimiterSettings
+from ecab.runner.admission import Admission, AdmissionSettings
 from ecab.runner.episode import EpisodeOptions, run_unit, widen_thread_pool
 from ecab.runner.protocol import OnDone, RunnerStats
 from ecab.runs import RunFolder
@@ -43,11 +45,14 @@ class LocalRunner:
     name = "local"
 
     def __init__(self, episode: EpisodeOptions, *, concurrency: int = 32, limits: LimiterSettings | None = None,
-                 progress: bool = True, writer: str = "local", warm_queries: bool = True):
+                 progress: bool = True, writer: str = "local", warm_queries: bool = True,
+                 admission: AdmissionSettings | None = None):
         self.episode, self.concurrency = episode, concurrency
         self.limits = limits or LimiterSettings()
         self.progress, self.writer = progress, writer
         self.warm_queries = warm_queries
+        self.admission = admission or AdmissionSettings()
+        self.admitted: dict | None = None   # the last run's admission figures (Admission.describe)
 
     def run(self, units: list[Unit], tasks: Mapping[str, Task], catalog, folder: RunFolder,
             settings: EpisodeSettings, *, on_done: OnDone | None = None) -> RunnerStats:
@@ -66,13 +71,14 @@ class LocalRunner:
         return RunnerStats(runner="local", concurrency=self.concurrency,
                            retried_units=sum(1 for t in trajectories if t.attempts > 1),
                            infra_reruns=sum(t.attempts - 1 for t in trajectories),
-                           limiters={key: limiter.describe() for key, limiter in limiters.items()})
+                           limiters={key: limiter.describe() for key, limiter in limiters.items()},
+                           admission=self.admitted)
 
     async def _run_all(self, units: list[Unit], tasks: Mapping[str, Task], catalog, folder: RunFolder,
                        settings: EpisodeSettings, on_done: OnDone | None, chat) -> list[Trajectory]:
         """Run the units, appending each finished trajectory to the run folder; returns them in unit order.
         `chat`: the chat client every episode's LLM agent shares (with the endpoint's limiter)."""
-        gate = asyncio.Semaphore(max(1, self.concurrency))
+        gate = Admission(self.concurrency, self.admission)
         widen_thread_pool(self.concurrency, catalog)
         bar = tqdm(total=len(units), desc="episodes", unit="ep", disable=not self.progress, dynamic_ncols=True)
 
@@ -88,6 +94,7 @@ class LocalRunner:
 
         if self.warm_queries:
             warm_first_queries(catalog, units, tasks)
+        probe = asyncio.ensure_future(gate.run_probe())
         try:
             with frozen_heap():
                 jobs = [asyncio.ensure_future(one(u)) for u in units]
@@ -101,6 +108,9 @@ class LocalRunner:
                     await asyncio.gather(*jobs, return_exceptions=True)
                     raise
         finally:
+            probe.cancel()
+            await asyncio.gather(probe, return_exceptions=True)
+            self.admitted = gate.describe()
             bar.close()
 
 
@@ -110,8 +120,8 @@ def first_queries(units: list[Unit], tasks: Mapping[str, Task]) -> list[str]:
 
 
 def warm_first_queries(catalog, units: list[Unit], tasks: Mapping[str, Task]) -> None:
-    """Embed the units' first queries in a tool thread, in unit order, while the episodes start (only for a
-    catalog that embeds queries in this process; it skips what its mode does not embed); see
+    """Run the units' first searches (the shoppers' requests, first page) in a tool thread, in unit order,
+    while the episodes start, for a catalog that searches in this process; see
     docs/decisions.md#first-query-warm-up."""
     if getattr(catalog, "path", None) is None:
         return
@@ -119,7 +129,9 @@ def warm_first_queries(catalog, units: list[Unit], tasks: Mapping[str, Task]) ->
 
 
 def _warm(catalog, texts: list[str]) -> None:
+    from ecab.env.tools import PAGE_SIZE
+
     try:
-        catalog.warm_queries(texts)
+        catalog.warm_searches(texts, PAGE_SIZE)
     except Exception:
         pass   # only a head start: the episode's own search meets the same error and reports it

@@ -28,6 +28,7 @@ from ecab.core.unit import Unit
 from ecab.env.agent_protocol import EndpointRefused
 from ecab.env.episode import EpisodeSettings
 from ecab.llm.limits import LimiterSettings, LimiterStats
+from ecab.runner.admission import AdmissionSettings
 from ecab.runner.episode import EpisodeOptions
 from ecab.runner.protocol import OnDone, RunnerFailed, RunnerStats
 from ecab.runs import RunFolder
@@ -46,6 +47,7 @@ class ChildSpec:
     concurrency: int
     limits: LimiterSettings
     warm_queries: bool
+    admission: AdmissionSettings  # each loop admits its own episodes, on its own queueing delay
     send_trajectories: bool       # the parent has an on_done that needs them; otherwise a tick is enough
 
     @property
@@ -99,7 +101,19 @@ def merge_stats(parts: list[RunnerStats], concurrency: int) -> RunnerStats:
     return RunnerStats(runner="local", concurrency=concurrency, processes=len(parts),
                        retried_units=sum(s.retried_units for s in parts),
                        infra_reruns=sum(s.infra_reruns for s in parts),
-                       limiters={key: merge_limiter_stats(figures) for key, figures in limiters.items()})
+                       limiters={key: merge_limiter_stats(figures) for key, figures in limiters.items()},
+                       admission=merge_admission([s.admission for s in parts if s.admission]))
+
+
+def merge_admission(parts: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The children's admission figures (Admission.describe): episodes in flight and windows add up (the peak
+    as the sum of each child's peak, an upper bound), the delay is the worst child's."""
+    if len(parts) <= 1:
+        return parts[0] if parts else None
+    merged = {key: sum(p[key] for p in parts) for key in ("limit", "peak_in_flight", "decreases")}
+    merged.update({key: round(sum(p[key] for p in parts), 1) for key in ("mean_in_flight", "window")})
+    delays = [p["delay_p95_ms"] for p in parts if p.get("delay_p95_ms") is not None]
+    return {"enabled": parts[0]["enabled"], **merged, "delay_p95_ms": max(delays, default=None)}
 
 
 class ProcessesRunner:
@@ -108,10 +122,12 @@ class ProcessesRunner:
     name = "local"
 
     def __init__(self, episode: EpisodeOptions, *, processes: int, concurrency: int,
-                 limits: LimiterSettings | None = None, progress: bool = True, warm_queries: bool = True):
+                 limits: LimiterSettings | None = None, progress: bool = True, warm_queries: bool = True,
+                 admission: AdmissionSettings | None = None):
         self.episode, self.processes, self.concurrency = episode, processes, concurrency
         self.limits = limits or LimiterSettings()
         self.progress, self.warm_queries = progress, warm_queries
+        self.admission = admission or AdmissionSettings()
 
     def run(self, units: list[Unit], tasks: Mapping[str, Task], catalog, folder: RunFolder,
             settings: EpisodeSettings, *, on_done: OnDone | None = None) -> RunnerStats:
@@ -134,7 +150,7 @@ class ProcessesRunner:
                          search_mode=catalog.mode, episode=self.episode, settings=settings,
                          concurrency=share_of(self.concurrency, parts, index),
                          limits=limiter_share(self.limits, parts, index), warm_queries=self.warm_queries,
-                         send_trajectories=send_trajectories)
+                         admission=self.admission, send_trajectories=send_trajectories)
         share_tasks = {u.task_id: tasks[u.task_id] for u in share}
         reader, writer = context.Pipe(duplex=False)
         process = context.Process(target=child_main, args=(spec, share, share_tasks, writer),
@@ -213,13 +229,14 @@ def child_main(spec: ChildSpec, units: list[Unit], tasks: dict[str, Task], pipe)
     exit_with_parent()
     try:
         from ecab.catalog.facade import Catalog
+        from ecab.env.tools import PAGE_SIZE
         from ecab.runner.local import LocalRunner, first_queries
 
         catalog = Catalog.open(spec.catalog_path, mode=spec.search_mode)
         # Load the query encoder before the episodes start, as the parent's catalog already has it.
-        catalog.warm_queries(first_queries(units, tasks)[:1])
+        catalog.warm_searches(first_queries(units, tasks)[:1], PAGE_SIZE)
         runner = LocalRunner(spec.episode, concurrency=spec.concurrency, limits=spec.limits, progress=False,
-                             writer=spec.writer, warm_queries=spec.warm_queries)
+                             writer=spec.writer, warm_queries=spec.warm_queries, admission=spec.admission)
 
         def sent(traj) -> None:
             pipe.send(("done", traj if spec.send_trajectories else None))

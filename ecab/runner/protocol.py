@@ -55,6 +55,7 @@ class RunnerStats:
     cluster: ClusterStats | None = None            # runner=ray
     limiters: dict[str, dict[str, Any]] = field(default_factory=dict)   # per endpoint
     resumed_units: int | None = None               # units already done in the folder (set by ecab.run)
+    admission: dict[str, Any] | None = None        # runner=local: episodes let in flight (ecab/runner/admission.py)
 
     def to_dict(self) -> dict[str, Any]:
         """The manifest's `runner_stats`: one flat mapping, without what this run did not have."""
@@ -68,6 +69,8 @@ class RunnerStats:
         if self.cluster is not None:
             out.update(asdict(self.cluster))
         out["limiters"] = self.limiters
+        if self.admission is not None:
+            out["admission"] = self.admission
         if self.resumed_units is not None:
             out["resumed_units"] = self.resumed_units
         return out

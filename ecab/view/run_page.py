@@ -200,4 +200,9 @@ def provenance(manifest: dict[str, Any], summary: dict[str, Any]) -> list[list[s
     runner = manifest.get("runner_stats") or {}
     if runner:
         lines.append(["runner", ", ".join(f"{k} {v}" for k, v in runner.items() if not isinstance(v, dict))])
+    admitted = runner.get("admission") or {}
+    if admitted.get("enabled"):
+        # Fewer than runner.concurrency in flight means the harness's CPU, not the setting, was the limit.
+        lines.append(["episodes in flight", f"mean {admitted['mean_in_flight']:g}, peak {admitted['peak_in_flight']} "
+                      f"of {admitted['limit']} allowed (started as fast as the harness kept up)"])
     return [[k, str(v)] for k, v in lines if v not in (None, "")]

@@ -6,7 +6,7 @@ import sys
 import time
 
 from ecab.bench.process_tree import tree_cpu_seconds, tree_rss_mb
-from ecab.bench.throughput import (CpuTimeline, PeakRss, admitted_rate, first_wave_search_p95, steady_end,
+from ecab.bench.throughput import (CpuTimeline, PeakRss, admitted_rate, search_p95s, steady_end,
                                    steady_rate)
 from ecab.schema import Step, Trajectory
 
@@ -46,7 +46,7 @@ def episode(wall_s: float, first_search_s: float | None) -> Trajectory:
     steps = [Step(index=1, tool="get_user_profile", tool_latency_s=0.5)]
     if first_search_s is not None:
         steps += [Step(index=2, tool="search_products", tool_latency_s=first_search_s),
-                  Step(index=3, tool="search_products", tool_latency_s=9.0)]   # a later search: not counted
+                  Step(index=3, tool="search_products", tool_latency_s=9.0)]   # not its first search
     return Trajectory(steps=steps, wall_s=wall_s)
 
 
@@ -54,8 +54,10 @@ def test_first_wave_is_the_c_episodes_that_started_first():
     # (finish time, trajectory): starts at 0, 0, 0 (the first wave, C=3) and 10, 20 (later waves).
     records = [(10.0, episode(10.0, 0.2)), (12.0, episode(12.0, 0.4)), (11.0, episode(11.0, 0.3)),
                (30.0, episode(20.0, 5.0)), (40.0, episode(20.0, 6.0))]
-    assert first_wave_search_p95(records, 3) == 0.4
-    assert first_wave_search_p95([(1.0, episode(1.0, None))], 3) is None   # no search in the first wave
+    assert search_p95s(records, 3) == {"first_wave_first": 0.4, "later_first": 6.0,   # C = 3 started first
+                                       "first_wave_all": 9.0, "later_all": 9.0}
+    assert search_p95s([(1.0, episode(1.0, None))], 3) == dict.fromkeys(
+        ("first_wave_first", "later_first", "first_wave_all", "later_all"))     # no search, no later episode
 
 
 def test_process_tree_cpu_counts_children_and_leaves_out_an_excluded_subtree():

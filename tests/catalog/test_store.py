@@ -599,3 +599,18 @@ def test_search_legs_on_the_async_api_match_lancedbs_sync_query_builder(small_ca
             legs = shard.vector_leg(vector, HYBRID_DEPTH, where)
             assert [h.product_id for h in legs] == sync["product_id"].to_pylist() and legs, (query, where)
             assert np.allclose([h.score for h in legs], 1.0 - np.array(sync["_distance"].to_pylist()))
+
+
+def test_warm_searches_fill_the_page_cache_that_the_first_search_reads(small_catalog):
+    """The runner's first-query warm-up (docs/decisions.md#first-query-warm-up): an episode's first search of a
+    warmed request is a page-cache hit, and the page is the one a cold search computes."""
+    query = "braided usb c charging cable for phones"
+    small_catalog.clear_caches()
+    cold = small_catalog.search(query, limit=20)
+    small_catalog.clear_caches()
+    assert small_catalog.warm_searches([query, query], 20) == 2
+    before = small_catalog.search_cache_stats()
+    warmed = small_catalog.search(query, limit=20)
+    after = small_catalog.search_cache_stats()
+    assert after == {"hits": before["hits"] + 1, "misses": before["misses"]}
+    assert warmed == cold and cold.hits

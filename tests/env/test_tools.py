@@ -362,6 +362,24 @@ def test_real_catalog_search_original_and_hybrid(lance_catalog):
     assert found["total_found"] >= len(found["products"])
 
 
+def test_a_cached_search_page_is_answered_on_the_loop_without_a_tool_thread(lance_catalog, monkeypatch):
+    """A page the catalog already holds (a repeat, a warmed first query) does not queue behind the tool threads
+    (docs/decisions.md#page-cache); the answer is the one the thread path gives."""
+    box = ToolBox(lance_catalog, TASK)
+    args = {"query": "phone case", "page": 1}
+    lance_catalog.clear_caches()
+    first = call(box, "search_products", args).content                 # a miss: searched in a tool thread
+    threads = []
+    real_to_thread = asyncio.to_thread
+    monkeypatch.setattr(asyncio, "to_thread", lambda *a, **k: threads.append(a) or real_to_thread(*a, **k))
+    assert call(box, "search_products", args).content == first and threads == []
+    assert lance_catalog.search_cache_stats() == {"hits": 1, "misses": 1}
+    call(box, "search_products", {"query": "phone case", "page": 2})    # not cached: the thread path
+    assert len(threads) == 1
+    bad = call(box, "search_products", {"query": "phone case", "page": "two"})   # unreadable: the thread path says so
+    assert bad.is_error and "page must be an integer" in json.dumps(bad.content) and len(threads) == 2
+
+
 def test_real_catalog_handlers(lance_catalog):
     box = ToolBox(lance_catalog, TASK)
     details = call(box, "get_product_details", {"product_id": "L1"}).content["product"]

@@ -18,7 +18,8 @@ from ecab.core.unit import make_units
 from ecab.llm.limits import LimiterSettings
 from ecab.run import main_job
 from ecab.runner.factory import EPISODES_PER_LOOP, episode_processes
-from ecab.runner.local_processes import limiter_share, merge_limiter_stats, split_units
+from ecab.runner.factory import make_runner
+from ecab.runner.local_processes import limiter_share, merge_admission, merge_limiter_stats, split_units
 from ecab.runs import RunFolder
 from ecab.runs.records import read_part
 
@@ -76,6 +77,20 @@ def test_a_bad_processes_setting_is_one_config_error_naming_the_key(setting):
         episode_processes(setting, 64, 2)
 
 
+def test_a_bad_admission_override_is_one_config_error_naming_the_key():
+    with pytest.raises(ConfigError, match="runner.admission: unknown key.*targt"):
+        make_runner(load_config(["runner.name=local", "+runner.admission.targt=1"]))
+
+
+def test_merged_admission_adds_the_childrens_episodes_and_keeps_the_worst_delay():
+    a = {"enabled": True, "limit": 3, "mean_in_flight": 2.5, "peak_in_flight": 3, "window": 3.0, "decreases": 1,
+         "delay_p95_ms": 20.0}
+    b = {**a, "limit": 2, "mean_in_flight": 1.0, "peak_in_flight": 2, "delay_p95_ms": 80.0}
+    assert merge_admission([a, b]) == {"enabled": True, "limit": 5, "peak_in_flight": 5, "decreases": 2,
+                                       "mean_in_flight": 3.5, "window": 6.0, "delay_p95_ms": 80.0}
+    assert merge_admission([a]) == a and merge_admission([]) is None
+
+
 # ------------------------------------------------------------------------------------------------ end to end
 
 @pytest.fixture(scope="module")
@@ -95,6 +110,8 @@ def test_two_processes_give_the_results_of_one(small_run_cache, one_process, tmp
     assert sorted(p.name for p in folder.part_files()) == ["part-local-p0.jsonl.gz", "part-local-p1.jsonl.gz"]
     manifest = json.loads(folder.manifest_path.read_text())
     assert manifest["runner_stats"]["processes"] == 2
+    admission = manifest["runner_stats"]["admission"]      # each child admitted its own share of the 4
+    assert admission["enabled"] and admission["limit"] == 4 and 1 <= admission["peak_in_flight"] <= 4
     assert untimed(summary_two) == untimed(summary_one)
     one = RunFolder(folder_one).latest_trajectories()
     two = folder.latest_trajectories()

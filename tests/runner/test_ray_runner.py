@@ -113,7 +113,7 @@ def test_two_node_ray_run_matches_local_through_one_runner_protocol(ray_cluster,
     # The keys runner_stats has always had: the runner's own counts, and on Ray the cluster's.
     common = {"runner", "concurrency", "retried_units", "infra_reruns", "requeued_units", "catalog_actor_restarts",
               "limiters", "resumed_units"}
-    assert set(local_stats.to_dict()) == common
+    assert set(local_stats.to_dict()) == common | {"admission"}   # runner=local's episode admission
     assert set(stats.to_dict()) == common | {"workers", "nodes", "catalog_shards", "catalog_replicas",
                                              "worker_deaths", "worker_restarts", "catalog_retried_calls",
                                              "worker_memory_mb", "search_cache"}

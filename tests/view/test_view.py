@@ -183,6 +183,9 @@ def test_run_page_content(heuristic):
     assert provenance["config hash"] == manifest["config_hash"]
     assert provenance["catalog fingerprint"] == manifest["catalog_fingerprint"]
     assert provenance["version ecab"] == manifest["versions"]["ecab"]
+    admitted = manifest["runner_stats"]["admission"]
+    assert provenance["episodes in flight"].startswith(f"mean {admitted['mean_in_flight']:g}, peak ")
+    assert f"of {admitted['limit']} allowed" in provenance["episodes in flight"]
     assert {p["name"] for p in main["plots"]} == {p.name for p in (heuristic.path / "plots").glob("*.png")}
     assert all(p["src"].startswith("data:image/png;base64,") for p in main["plots"])
 

@@ -1,0 +1,126 @@
+"""Episode admission (ecab/runner/admission.py): the window, its growth and decrease, order, cancellation,
+settings."""
+import asyncio
+
+import pytest
+
+from ecab.runner.admission import Admission, AdmissionSettings
+
+
+def settings(**kw) -> AdmissionSettings:
+    base = dict(initial=2, growth_per_s=1.0, probe_interval_s=0.1, target_delay_s=0.05, decrease=0.5,
+                decide_every_s=1.0, floor=1)
+    return AdmissionSettings(**{**base, **kw})
+
+
+async def start(gate: Admission, n: int, started: list[int], release: asyncio.Event) -> list[asyncio.Task]:
+    async def episode(i: int) -> None:
+        async with gate:
+            started.append(i)
+            await release.wait()
+
+    tasks = [asyncio.ensure_future(episode(i)) for i in range(n)]
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    return tasks
+
+
+def test_the_window_starts_small_grows_under_the_target_and_admits_in_unit_order():
+    async def main():
+        gate, started, release = Admission(8, settings()), [], asyncio.Event()
+        tasks = await start(gate, 8, started, release)
+        assert started == [0, 1]                       # initial = 2
+        gate.observe(0.001, now=0.0)
+        gate.observe(0.001, now=0.5)                   # decisions come once a second
+        assert gate.window == 2.0
+        gate.observe(0.001, now=1.0)                   # median under the target: +1/s x 1 s
+        await asyncio.sleep(0)
+        assert gate.window == 3.0 and started == [0, 1, 2]
+        for t in range(2, 12):
+            gate.observe(0.001, now=float(t))
+        await asyncio.sleep(0)
+        assert started == list(range(8)) and gate.window == 8.0   # never past the limit (C)
+        release.set()
+        await asyncio.gather(*tasks)
+        figures = gate.describe()
+        assert figures["peak_in_flight"] == 8 and figures["limit"] == 8 and figures["decreases"] == 0
+    asyncio.run(main())
+
+
+def test_a_lasting_delay_shrinks_the_window_and_never_pauses_running_episodes():
+    async def main():
+        gate, started, release = Admission(10, settings(initial=10)), [], asyncio.Event()
+        tasks = await start(gate, 12, started, release)
+        assert len(started) == 10
+        gate.observe(0.5, now=100.0)
+        gate.observe(0.5, now=100.5)
+        gate.observe(0.5, now=101.0)                   # the second's median is over the target
+        assert gate.window == 5.0 and gate.decreases == 1   # 10 in flight x 0.5
+        assert len(started) == 10 and gate.in_flight == 10   # the ten already running go on
+        release.set()
+        await asyncio.gather(*tasks)
+        assert sorted(started) == list(range(12))      # the two waiting ones started once there was room
+        assert gate.describe()["delay_p95_ms"] == 500.0
+    asyncio.run(main())
+
+
+def test_a_short_burst_of_queueing_does_not_shrink_the_window():
+    gate = Admission(10, settings(initial=10))
+    gate.in_flight = 10
+    for i, delay in enumerate([0.01, 2.0, 0.01, 0.01, 0.01]):   # one slow probe in the second
+        gate.observe(delay, now=200.0 + 0.25 * i)
+    assert gate.decreases == 0 and gate.window == 10.0
+
+
+def test_the_window_never_shrinks_below_the_floor():
+    gate = Admission(10, settings(initial=10, floor=3))
+    gate.in_flight = 2
+    gate.observe(9.0, now=5.0)
+    gate.observe(9.0, now=6.0)
+    assert gate.window == 3.0
+
+
+def test_disabled_admission_starts_all_at_once_and_runs_no_probe():
+    async def main():
+        gate, started, release = Admission(6, AdmissionSettings(enabled=False)), [], asyncio.Event()
+        tasks = await start(gate, 8, started, release)
+        assert started == list(range(6))
+        await asyncio.wait_for(gate.run_probe(), 1)   # returns at once
+        release.set()
+        await asyncio.gather(*tasks)
+    asyncio.run(main())
+
+
+def test_a_cancelled_waiter_gives_no_place_away_and_takes_none():
+    async def main():
+        gate, started, release = Admission(1, settings(initial=1)), [], asyncio.Event()
+        tasks = await start(gate, 3, started, release)
+        tasks[1].cancel()
+        await asyncio.gather(tasks[1], return_exceptions=True)
+        release.set()
+        await asyncio.gather(tasks[0], tasks[2])
+        assert started == [0, 2] and gate.in_flight == 0
+    asyncio.run(main())
+
+
+def test_the_probe_measures_the_tool_threads_and_the_loop():
+    async def main():
+        gate = Admission(4, settings(probe_interval_s=0.01, decide_every_s=0.03))
+        probe = asyncio.ensure_future(gate.run_probe())
+        await asyncio.sleep(0.1)
+        probe.cancel()
+        await asyncio.gather(probe, return_exceptions=True)
+        assert len(gate.delays) >= 3 and gate.window > 2
+    asyncio.run(main())
+
+
+def test_settings_come_from_a_mapping_or_a_bool_and_name_a_bad_key():
+    assert AdmissionSettings.from_config(None) == AdmissionSettings()
+    assert AdmissionSettings.from_config(False).enabled is False
+    assert AdmissionSettings.from_config({"target_delay_s": 0.2}).target_delay_s == 0.2
+    with pytest.raises(ValueError, match="unknown key.*targt"):
+        AdmissionSettings.from_config({"targt": 1})
+    with pytest.raises(ValueError, match="decrease"):
+        AdmissionSettings.from_config({"decrease": 1.5})
+    with pytest.raises(ValueError, match="expected true, false or a mapping"):
+        AdmissionSettings.from_config("fast")
