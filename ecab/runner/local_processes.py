@@ -34,6 +34,9 @@ from ecab.runner.protocol import OnDone, RunnerFailed, RunnerStats
 from ecab.runs import RunFolder
 from ecab.schema import Task
 
+CHILD_EXIT_GRACE_S = 30.0   # a child that sent its stats gets this long to exit (its teardown took ~4 s here)
+
+
 @dataclass
 class ChildSpec:
     """Everything one episode process needs, as plain picklable values."""
@@ -139,10 +142,14 @@ class ProcessesRunner:
                                 on_done is not None)
                     for index, share in enumerate(shares)]
         try:
-            return self._gather(children, len(units), on_done)
-        finally:
+            stats = self._gather(children, len(units), on_done)
+        except BaseException:
             for child in children:
                 child.stop()
+            raise
+        for child in children:   # each has sent its stats and is exiting: let it (see Child.stop)
+            child.stop(grace_s=CHILD_EXIT_GRACE_S)
+        return stats
 
     def _start(self, context, index: int, parts: int, share: list[Unit], tasks: Mapping[str, Task], catalog,
                folder: RunFolder, settings: EpisodeSettings, send_trajectories: bool) -> "Child":
@@ -203,7 +210,12 @@ class Child:
                             f"{self.process.exitcode} before finishing its share; finished episodes are saved in "
                             "the run folder, run again to resume the rest")
 
-    def stop(self) -> None:
+    def stop(self, grace_s: float = 0.0) -> None:
+        """End the process: at once (a run that failed), or after up to `grace_s` for one that finished its
+        share and is exiting. Terminated in its interpreter's teardown, a child leaves semaphores behind and
+        multiprocessing's resource tracker warns about them."""
+        if grace_s:
+            self.process.join(timeout=grace_s)
         if self.process.is_alive():
             self.process.terminate()
         self.process.join()
