@@ -61,6 +61,9 @@ class AdmissionSettings:
         return settings
 
 
+PROBES_KEPT = 36_000   # the probes describe()'s p95 is over: the last hour at 10 a second
+
+
 def _noop() -> None:
     return None
 
@@ -82,7 +85,7 @@ class Admission:
         self._area = 0.0        # integral of episodes in flight over time, for the mean
         self.peak_in_flight = 0
         self.decreases = 0
-        self.delays: list[float] = []
+        self.delays: collections.deque[float] = collections.deque(maxlen=PROBES_KEPT)   # for the p95
 
     # -- the gate ---------------------------------------------------------------------------------------------
 
@@ -166,7 +169,7 @@ class Admission:
             self._admit()
 
     def describe(self) -> dict[str, Any]:
-        """What the manifest's runner_stats records under `admission`."""
+        """What the manifest's runner_stats records under `admission` (the probe p95 is of the last hour)."""
         self._account()
         span = max(1e-9, self._last_change - self._started_at)
         delays = sorted(self.delays)

@@ -124,3 +124,12 @@ def test_settings_come_from_a_mapping_or_a_bool_and_name_a_bad_key():
         AdmissionSettings.from_config({"decrease": 1.5})
     with pytest.raises(ValueError, match="expected true, false or a mapping"):
         AdmissionSettings.from_config("fast")
+
+
+def test_the_probes_kept_for_the_p95_are_bounded():
+    from ecab.runner.admission import PROBES_KEPT
+
+    gate = Admission(4, settings())
+    for i in range(PROBES_KEPT + 10):
+        gate.observe(1.0 if i < 10 else 0.01, now=i * 0.1)
+    assert len(gate.delays) == PROBES_KEPT and gate.describe()["delay_p95_ms"] == 10.0   # the first ten aged out
