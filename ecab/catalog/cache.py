@@ -38,6 +38,17 @@ class LRU:
                 self._items.popitem(last=False)
 
 
+def page_key(query: str, mode: str, limit: int, offset: int, where: str | None) -> tuple | None:
+    """A search's cache key, its arguments normalized (search_args); None for a search that finds nothing."""
+    mode, limit, offset = search_args(query, mode, limit, offset)
+    return None if mode is None else (query, mode, limit, offset, where)
+
+
+def fresh(page: SearchPage) -> SearchPage:
+    """A caller's own copy of a cached page (its hits list; the hits themselves are immutable)."""
+    return SearchPage(hits=list(page.hits), total=page.total)
+
+
 class SearchPageCache:
     """Search pages by their arguments (a built catalog is read-only); a search already running is waited for,
     not run again (both count as hits). Callers get a fresh SearchPage (the hits are immutable).
@@ -61,10 +72,9 @@ class SearchPageCache:
                run: Callable[[str, str, int, int, str | None], SearchPage]) -> SearchPage:
         """The catalog clients' `search`: normalize the arguments (search_args), then the cached page, the
         page another thread is computing, or `run(query, mode, limit, offset, where)`."""
-        mode, limit, offset = search_args(query, mode, limit, offset)
-        if mode is None:
+        key = page_key(query, mode, limit, offset, where)
+        if key is None:
             return SearchPage(hits=[], total=0)
-        key = (query, mode, limit, offset, where)
         with self._lock:
             page = self._pages.get(key)
             running = self._running.get(key) if page is MISSING else None
@@ -75,20 +85,20 @@ class SearchPageCache:
                 self.hits += 1
         if page is MISSING:
             page = running.result() if running is not None else self._run(key, mine, run)
-        return SearchPage(hits=list(page.hits), total=page.total)
+        return fresh(page)
 
     def cached(self, query: str, mode: str, limit: int, offset: int, where: str | None) -> SearchPage | None:
         """The page if it is cached (a hit), else None without counting a miss: the caller then searches. Cheap
         enough for the event loop, so a cached page never queues behind the tool threads' searches."""
-        mode, limit, offset = search_args(query, mode, limit, offset)
-        if mode is None:
+        key = page_key(query, mode, limit, offset, where)
+        if key is None:
             return SearchPage(hits=[], total=0)
-        page = self._pages.get((query, mode, limit, offset, where))
+        page = self._pages.get(key)
         if page is MISSING:
             return None
         with self._lock:
             self.hits += 1
-        return SearchPage(hits=list(page.hits), total=page.total)
+        return fresh(page)
 
     def _run(self, key: tuple, mine: Future, run: Callable) -> SearchPage:
         try:
