@@ -170,6 +170,11 @@ def search_answer(hits, page: int) -> dict:
             "page": page, "total_found": hits.total}
 
 
+def _search_args(params: dict) -> tuple[str, int]:
+    """search_products' (query, page)."""
+    return str(params["query"]), _page(params)
+
+
 def _page(params: dict) -> int:
     """`page` as a non-negative int (the original: `max(0, page)`); numeric strings are accepted."""
     page = params.get("page", 0)
@@ -304,7 +309,7 @@ class ToolBox:
     # -- catalog-backed handlers (run in a worker thread) ---------------------------------------------
 
     def _search_products(self, params: dict) -> dict:
-        query, page = str(params["query"]), _page(params)
+        query, page = _search_args(params)
         hits = self.catalog.search(query, limit=PAGE_SIZE, offset=page * PAGE_SIZE, mode=self.search_mode)
         return search_answer(hits, page)
 
@@ -316,7 +321,7 @@ class ToolBox:
         if cached_search is None:
             return None
         try:
-            query, page = str(params["query"]), _page(params)
+            query, page = _search_args(params)
         except Exception:
             return None
         hits = cached_search(query, limit=PAGE_SIZE, offset=page * PAGE_SIZE, mode=self.search_mode)
