@@ -26,15 +26,18 @@ import ast
 import asyncio
 import collections
 import concurrent.futures
+import atexit
 import itertools
 import json
 import os
 import queue
+import re
 import select
 import signal
 import subprocess
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Callable
 
@@ -47,6 +50,7 @@ UID_SPAN = 65_536
 START_TIMEOUT_S = 30.0     # a sandbox that is not ready by then (a machine under heavy load) fails the call
 REPLY_FIELDS = {"ok", "output", "error", "kind"}
 STATUS_RETRY_S = 60.0      # a failed availability check is repeated after this long
+HOST_TOKEN = re.compile(rb"token=ecab-sandbox-(\d+)-\d+")   # in a sandbox's argv: the pid of the host that started it
 
 
 @dataclass(frozen=True)
@@ -238,6 +242,56 @@ def _describe_death(returncode: int | None, timed_out: bool, limits: SandboxLimi
 
 
 # =========================================================================================================
+# Orphans: sandboxes whose host died while they were being set up
+# =========================================================================================================
+
+def sweep_orphans() -> int:
+    """Kill sandboxes whose host process is gone; returns how many. A host that dies while bwrap (0.8) is still
+    setting a sandbox up can leave that bwrap waiting forever, re-parented, for a child that is gone: its
+    --die-with-parent is not yet in force. A sandbox is ours when its argv carries our token, which names the
+    host's pid; one whose host pid no longer exists is an orphan. A new spawner sweeps once, so leaks from
+    killed hosts never pile up on a machine that keeps running ecab."""
+    killed = 0
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/cmdline", "rb") as handle:
+                argv = handle.read().split(b"\0")
+        except OSError:
+            continue
+        match = next(filter(None, map(HOST_TOKEN.search, argv)), None)
+        if not match or os.path.basename(argv[0]) != b"bwrap" or _alive(int(match.group(1))):
+            continue
+        try:
+            os.kill(int(entry.name), signal.SIGKILL)
+            killed += 1
+        except OSError:     # gone already, or not ours to kill
+            pass
+    return killed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+# Sandboxes with a spawner running; closed at interpreter exit so that no warm sandbox is left mid-start.
+_open_sandboxes: "weakref.WeakSet[Sandbox]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_sandboxes() -> None:
+    for sandbox in list(_open_sandboxes):
+        sandbox.close()
+
+
+# =========================================================================================================
 # The pool: warm sandboxes, a spawner thread, call threads
 # =========================================================================================================
 
@@ -400,6 +454,7 @@ class Sandbox:
                 self._spawner = threading.Thread(target=self._spawn_loop, name="ecab-sandbox-spawner",
                                                  daemon=True)
                 self._spawner.start()
+                _open_sandboxes.add(self)
             self._waiting += 1
             self._cond.notify_all()
             try:
@@ -411,6 +466,7 @@ class Sandbox:
                 self._cond.notify_all()
 
     def _spawn_loop(self) -> None:
+        sweep_orphans()
         while True:
             with self._cond:
                 while not self._closed and len(self._idle) >= self.limits.warm_workers + self._waiting:
@@ -428,8 +484,12 @@ class Sandbox:
                     self._spawn_error = None
                 continue
             with self._cond:
-                self._idle.append(jail)
-                self._cond.notify_all()
+                if not self._closed:
+                    self._idle.append(jail)
+                    self._cond.notify_all()
+                    continue
+            jail.destroy()     # started while close() ran: close has taken the idle list already
+            return
 
     def _start_jail(self) -> _Jail:
         runtime = isolation.probe_runtime()

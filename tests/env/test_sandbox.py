@@ -7,6 +7,8 @@ import ast
 import asyncio
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -224,6 +226,26 @@ def test_a_failed_availability_check_is_repeated_later(monkeypatch, tmp_path):
         assert box.run_code("print(5)") == {"output": "5\n", "error": None}
     finally:
         box.close()
+
+
+def fake_sandbox(host_pid: int) -> subprocess.Popen:
+    """A process the sweep takes for a sandbox: argv[0] is bwrap and an argument holds the token naming its host."""
+    return subprocess.Popen(["bwrap", "-c", "import time; time.sleep(60)", f"uid=1,token=ecab-sandbox-{host_pid}-7"],
+                            executable=sys.executable)
+
+
+def test_sandboxes_whose_host_died_are_swept():
+    finished = subprocess.Popen([sys.executable, "-c", "pass"])
+    finished.wait()                                   # its pid names a host that is gone
+    orphan, live = fake_sandbox(finished.pid), fake_sandbox(os.getpid())
+    try:
+        assert sb.sweep_orphans() >= 1
+        assert orphan.wait(timeout=5) == -signal.SIGKILL
+        assert live.poll() is None                    # its host (this process) is alive: not touched
+    finally:
+        for process in (orphan, live):
+            process.kill()
+            process.wait()
 
 
 def test_module_level_helpers():
