@@ -50,6 +50,7 @@ UID_SPAN = 65_536
 START_TIMEOUT_S = 30.0     # a sandbox that is not ready by then (a machine under heavy load) fails the call
 REPLY_FIELDS = {"ok", "output", "error", "kind"}
 STATUS_RETRY_S = 60.0      # a failed availability check is repeated after this long
+INFO_WAIT_S = 2.0          # how long a sandbox being set up may take to name its PID-1 before it is killed
 HOST_TOKEN = re.compile(rb"token=ecab-sandbox-(\d+)-\d+")   # in a sandbox's argv: the pid of the host that started it
 
 
@@ -148,8 +149,13 @@ class _Jail:
         return line
 
     def kill(self) -> None:
-        """SIGKILL the sandbox's PID-1: the kernel then kills every process in its PID namespace."""
-        init_pid = self._read_init_pid()
+        """SIGKILL the sandbox's PID-1: the kernel then kills every process in its PID namespace.
+
+        A sandbox still being set up is given up to INFO_WAIT_S to name its PID-1 first. Killed before that,
+        bwrap (0.8) leaves its PID-1 blocked for ever on an eventfd that bwrap was about to write, before that
+        child has set its own --die-with-parent: a process no one reaps (see sweep_orphans)."""
+        alive = self.proc.poll() is None
+        init_pid = self._read_init_pid(wait_s=INFO_WAIT_S if alive else 0.0)
         if self.proc.poll() is None:
             try:
                 if init_pid:
@@ -177,9 +183,11 @@ class _Jail:
         self.kill()
         self.reap()
 
-    def _read_init_pid(self) -> int | None:
+    def _read_init_pid(self, wait_s: float = 0.0) -> int | None:
         """bwrap writes {"child-pid": N} (the sandbox's PID-1, in host numbering) to the info pipe."""
         if self._init_pid is None:
+            if wait_s > 0:
+                select.select([self._info_read], [], [], wait_s)
             os.set_blocking(self._info_read, False)
             try:
                 info = json.loads(os.read(self._info_read, 4096) or b"{}")
@@ -246,29 +254,47 @@ def _describe_death(returncode: int | None, timed_out: bool, limits: SandboxLimi
 # =========================================================================================================
 
 def sweep_orphans() -> int:
-    """Kill sandboxes whose host process is gone; returns how many. A host that dies while bwrap (0.8) is still
-    setting a sandbox up can leave that bwrap waiting forever, re-parented, for a child that is gone: its
-    --die-with-parent is not yet in force. A sandbox is ours when its argv carries our token, which names the
-    host's pid; one whose host pid no longer exists is an orphan. A new spawner sweeps once, so leaks from
-    killed hosts never pile up on a machine that keeps running ecab."""
-    killed = 0
+    """Kill orphaned sandboxes; returns how many.
+
+    bwrap (0.8) is two processes while it sets a sandbox up: bwrap, the host's child, and its clone, the
+    sandbox's PID-1, which waits on an eventfd for bwrap's go-ahead before it sets its own --die-with-parent.
+    If bwrap dies first (its host died, taking bwrap with it, or bwrap was killed), the clone waits for ever,
+    re-parented. A process is one of our sandboxes when argv[0] is bwrap and an argument carries our token,
+    which names the host's pid. It is an orphan when that host is gone, or when its parent is neither the host
+    nor a process of the same sandbox. Every new spawner and every close sweeps, so orphans never pile up on a
+    machine that keeps running ecab."""
+    sandboxes = {}   # pid -> (host pid, parent pid, token)
     for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
+        if entry.name.isdigit() and (found := _sandbox_process(int(entry.name))):
+            sandboxes[int(entry.name)] = found
+    killed = 0
+    for pid, (host, parent, token) in sandboxes.items():
+        # A parent started after the scan passed its pid is looked up now (a sandbox being set up meanwhile).
+        parent_sandbox = sandboxes.get(parent) or _sandbox_process(parent)
+        related = parent == host or (parent_sandbox is not None and parent_sandbox[2] == token)
+        if _alive(host) and related:
             continue
         try:
-            with open(f"/proc/{entry.name}/cmdline", "rb") as handle:
-                argv = handle.read().split(b"\0")
-        except OSError:
-            continue
-        match = next(filter(None, map(HOST_TOKEN.search, argv)), None)
-        if not match or os.path.basename(argv[0]) != b"bwrap" or _alive(int(match.group(1))):
-            continue
-        try:
-            os.kill(int(entry.name), signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
             killed += 1
         except OSError:     # gone already, or not ours to kill
             pass
     return killed
+
+
+def _sandbox_process(pid: int) -> tuple[int, int, bytes] | None:
+    """(host pid, parent pid, token) of a sandbox process of ours; None for any other process."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            argv = handle.read().split(b"\0")
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            parent = int(handle.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+    match = next(filter(None, map(HOST_TOKEN.search, argv)), None)
+    if not match or os.path.basename(argv[0]) != b"bwrap":
+        return None
+    return int(match.group(1)), parent, match.group(0)
 
 
 def _alive(pid: int) -> bool:
@@ -377,6 +403,7 @@ class Sandbox:
         if self._reaper is not None:
             self._reaped.put(None)
             self._reaper.join(timeout=10)
+        sweep_orphans()
 
     # -- a call --------------------------------------------------------------------------------------------
 

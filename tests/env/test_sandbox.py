@@ -248,6 +248,55 @@ def test_sandboxes_whose_host_died_are_swept():
             process.wait()
 
 
+def test_a_sandbox_whose_parent_is_gone_is_swept_though_its_host_lives():
+    # bwrap's clone, left waiting when bwrap died mid-set-up: its host lives, its parent is not the host.
+    # Here: a fake sandbox naming this process as host, started by a shell that exits at once.
+    launch = (f"import subprocess, sys; print(subprocess.Popen(['bwrap', '-c', 'import time; time.sleep(60)', "
+              f"'uid=1,token=ecab-sandbox-{os.getpid()}-9'], executable=sys.executable, "
+              f"stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).pid)")
+    launcher = subprocess.run([sys.executable, "-c", launch], capture_output=True, text=True, check=True)
+    orphan = int(launcher.stdout.split()[0])
+    try:
+        assert sb.sweep_orphans() >= 1
+        deadline = time.monotonic() + 5
+        while os.path.exists(f"/proc/{orphan}") and not open(f"/proc/{orphan}/stat").read().split(") ")[1].startswith("Z") \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not os.path.exists(f"/proc/{orphan}") or \
+            open(f"/proc/{orphan}/stat").read().split(") ")[1].startswith("Z"), "the orphan is still running"
+    finally:
+        try:
+            os.kill(orphan, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def test_a_sandbox_being_set_up_is_killed_with_its_pid_1(box):
+    """Destroying a sandbox that is still starting waits for bwrap to name its PID-1 and kills that, so no
+    clone is left waiting for a bwrap that is gone."""
+    tokens = []
+    for step in range(40):                            # destroyed 0-20 ms into its set-up
+        jail = box._start_jail()
+        time.sleep(step * 0.0005)
+        jail.destroy()
+        tokens.append(jail.token.encode())
+    time.sleep(0.5)
+    assert not [pid for token in tokens for pid in _processes_with(token + b" ") + _processes_with(token + b"\0")]
+
+
+def _processes_with(text: bytes) -> list[int]:
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/cmdline", "rb") as handle:
+                    if text in handle.read():
+                        found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
 def test_module_level_helpers():
     new_box().close()  # skip here, with the reason, where no sandbox can run
     assert sb.run_code("print(1)") == {"output": "1\n", "error": None}
