@@ -63,11 +63,13 @@ def main(argv: list[str] | None = None) -> int:
                        rate_429=args.rate_429, retry_after_s=args.retry_after_s, rpm=args.rpm, tpm=args.tpm,
                        rate_5xx=args.rate_5xx, malformed={k: getattr(args, k) for k in FAULT_KINDS},
                        api_key=key, seed=args.seed)
+    # The handler goes in before the URL is printed: a caller that stops the server as soon as it has the URL
+    # must still get the stats line and exit 0.
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
     server = SimServer(config, all_policies(), host=args.host, port=args.port)
     url = server.start()
     print(url, flush=True)
-    done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
     try:
         while not done.wait(0.5):
             pass
