@@ -62,7 +62,7 @@ def summary(name: str, latencies: list[float]) -> str:
 def review_embedding_rate(catalog: Catalog, product_ids: list[str]) -> tuple[float, int]:
     """(review texts embedded per second, texts timed): the catalog's own embedder, one process."""
     texts = [review_search_text(r) for pid in product_ids for r in catalog.get_reviews(pid, limit=1000)]
-    embedder = catalog.shards[0].shard.embedder
+    embedder = catalog.shards[0].embedder   # the shard client's own (LocalShardClient.embedder)
     embedder.encode(texts[:32])   # loaded and warm
     started = time.perf_counter()
     embedder.encode(texts)

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import atexit
 import collections
 import concurrent.futures
-import atexit
 import itertools
 import json
 import os
