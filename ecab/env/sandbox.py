@@ -28,7 +28,6 @@ import atexit
 import collections
 import concurrent.futures
 import itertools
-import json
 import os
 import queue
 import re
@@ -47,10 +46,12 @@ from ecab.env.sandbox_worker import ALLOWED_MODULES, ForbiddenCode, check_code  
 
 UID_BASE = 1_900_000_000   # root mode: sandboxes run as UID_BASE + n, uids no account on the host uses
 UID_SPAN = 65_536
+_SANDBOX_NUMBERS = itertools.count()   # process-wide: two Sandbox objects in one process never share a token or uid
 START_TIMEOUT_S = 30.0     # a sandbox that is not ready by then (a machine under heavy load) fails the call
 REPLY_FIELDS = {"ok", "output", "error", "kind"}
 STATUS_RETRY_S = 60.0      # a failed availability check is repeated after this long
 INFO_WAIT_S = 2.0          # how long a sandbox being set up may take to name its PID-1 before it is killed
+INFO_CHILD_PID = re.compile(rb'"child-pid"\s*:\s*(\d+)')
 HOST_TOKEN = re.compile(rb"token=ecab-sandbox-(\d+)-\d+")   # in a sandbox's argv: the pid of the host that started it
 
 
@@ -94,6 +95,15 @@ class SandboxStatus:
         return f"python_execute sandbox unavailable: {self.detail}; python_execute calls will fail"
 
 
+def sandbox_identity() -> tuple[str, int]:
+    """A new sandbox's token (in its argv: how the sweep and the tests find its processes) and its uid in root
+    mode. Numbered per process, not per Sandbox object: with a counter per object, two objects in one process
+    (a test's and an environment's) gave their sandboxes the same token, so one's live worker passed for the
+    other's orphan. The uid is offset by the pid so that hosts on one machine start on different uids."""
+    number = next(_SANDBOX_NUMBERS)
+    return f"ecab-sandbox-{os.getpid()}-{number}", UID_BASE + (os.getpid() * 7919 + number) % UID_SPAN
+
+
 # =========================================================================================================
 # One sandbox: a bwrap process holding one worker, the pipes to it, and its teardown
 # =========================================================================================================
@@ -109,6 +119,7 @@ class _Jail:
                                      env={"PATH": "/usr/bin:/bin"})
         self._buffer = b""
         self._init_pid: int | None = None
+        self._info = b""                    # what bwrap has written to the info pipe so far
 
     def wait_ready(self, deadline: float) -> bool:
         line = self._read_line(deadline, limit=64)
@@ -184,16 +195,28 @@ class _Jail:
         self.reap()
 
     def _read_init_pid(self, wait_s: float = 0.0) -> int | None:
-        """bwrap writes {"child-pid": N} (the sandbox's PID-1, in host numbering) to the info pipe."""
-        if self._init_pid is None:
-            if wait_s > 0:
-                select.select([self._info_read], [], [], wait_s)
-            os.set_blocking(self._info_read, False)
-            try:
-                info = json.loads(os.read(self._info_read, 4096) or b"{}")
-                self._init_pid = int(info.get("child-pid") or 0) or None
-            except (OSError, ValueError):
-                pass
+        """bwrap writes {"child-pid": N, ...} (N: the sandbox's PID-1, in host numbering) to the info pipe.
+
+        It writes that document in several writes (the pid, then namespace ids, then the closing brace), so a
+        read can see the first part only: the pid is taken from what has arrived, never from a parsed whole.
+        (Parsing the whole document failed on such a read, and the sandbox was then killed through bwrap,
+        which leaves its PID-1 waiting for ever.) The first write carries the whole number: pipe writes of
+        under PIPE_BUF bytes are atomic."""
+        deadline = time.monotonic() + wait_s
+        while self._init_pid is None:
+            readable = select.select([self._info_read], [], [], max(0.0, deadline - time.monotonic()))[0]
+            chunk = b""
+            if readable:
+                try:
+                    chunk = os.read(self._info_read, 4096)
+                except OSError:
+                    pass
+            self._info += chunk
+            found = INFO_CHILD_PID.search(self._info)
+            if found:
+                self._init_pid = int(found.group(1)) or None
+            if not chunk or time.monotonic() >= deadline:   # end of file (bwrap gone) or out of time
+                break
         return self._init_pid
 
     def failure_text(self) -> str:
@@ -341,8 +364,6 @@ class Sandbox:
         self._waiting = 0
         self._closed = False
         self._spawn_error: str | None = None
-        self._uids = itertools.count()
-        self._tokens = itertools.count()
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._spawner: threading.Thread | None = None
         self._reaper: threading.Thread | None = None
@@ -521,13 +542,13 @@ class Sandbox:
     def _start_jail(self) -> _Jail:
         runtime = isolation.probe_runtime()
         program, _ = isolation.seccomp_program()
-        uid = UID_BASE + next(self._uids) % UID_SPAN if isolation.runs_as_root() else None
+        token, uid = sandbox_identity()
+        uid = uid if isolation.runs_as_root() else None
         settings = {"uid": uid, "cpu_seconds": self.limits.cpu_seconds, "memory_mb": self.limits.memory_mb,
                     "max_output_chars": self.limits.max_output_chars, "max_processes": self.limits.max_processes,
                     "file_bytes": self.limits.tmp_mb << 20, "guard": int(self.python_guard)}
         info_read, info_write = os.pipe()
         filter_fd = isolation.seccomp_fd(program) if program else None
-        token = f"ecab-sandbox-{os.getpid()}-{next(self._tokens)}"
         settings["token"] = token
         argv = isolation.bwrap_command(runtime, worker_settings=settings, tmp_bytes=self.limits.tmp_mb << 20,
                                        info_fd=info_write, seccomp=filter_fd)

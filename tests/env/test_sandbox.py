@@ -281,7 +281,51 @@ def test_a_sandbox_being_set_up_is_killed_with_its_pid_1(box):
         jail.destroy()
         tokens.append(jail.token.encode())
     time.sleep(0.5)
-    assert not [pid for token in tokens for pid in _processes_with(token + b" ") + _processes_with(token + b"\0")]
+    left = [pid for token in tokens for pid in _processes_with(token + b" ") + _processes_with(token + b"\0")]
+    assert not left, [_describe(pid) for pid in left]
+
+
+def test_the_pid_1_is_read_from_bwraps_first_info_write_alone():
+    # bwrap writes its info document in parts; a read between them saw '{"child-pid": N' with no closing brace,
+    # failed to parse, and the sandbox was killed through bwrap: its PID-1 was left waiting for ever.
+    read_end, write_end = os.pipe()
+    jail = sb._Jail.__new__(sb._Jail)
+    jail._info_read, jail._init_pid, jail._info = read_end, None, b""
+    try:
+        assert jail._read_init_pid(wait_s=0.0) is None                # nothing written yet
+        os.write(write_end, b'{\n    "child-pid": 4242')
+        assert jail._read_init_pid(wait_s=0.0) == 4242
+        os.write(write_end, b',\n    "cgroup-namespace": 1\n}\n')
+        assert jail._read_init_pid(wait_s=0.0) == 4242
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+def test_two_sandbox_objects_in_one_process_never_share_a_token_or_uid():
+    # With a counter per object they did: the test above then found another object's live warm worker
+    # under one of its own tokens and called it an orphan (CI, once).
+    first, second = Sandbox(SandboxLimits()), Sandbox(SandboxLimits())
+    try:
+        identities = [sb.sandbox_identity() for _ in range(3)]
+        tokens = {token for token, _ in identities}
+        uids = {uid for _, uid in identities}
+        assert len(tokens) == 3 and len(uids) == 3
+        assert all(token.startswith(f"ecab-sandbox-{os.getpid()}-") for token in tokens)
+        assert all(sb.UID_BASE <= uid < sb.UID_BASE + sb.UID_SPAN for uid in uids)
+    finally:
+        first.close()
+        second.close()
+
+
+def _describe(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/status") as status, open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            fields = dict(line.split(":", 1) for line in status.read().splitlines())
+            argv = cmdline.read().replace(bytes(1), b" ")[:200]
+            return f"pid {pid} state {fields['State'].strip()} ppid {fields['PPid'].strip()} argv {argv!r}"
+    except OSError:
+        return f"pid {pid} (gone)"
 
 
 def _processes_with(text: bytes) -> list[int]:
