@@ -143,6 +143,8 @@ class BuildState:
     stats: dict | None = None
     shard_counts: list | None = None
     seq_ends: dict | None = None
+    elapsed_s: float = 0.0   # wall time of the runs so far, each up to its last checkpoint
+    runs: int = 0            # runs that wrote a checkpoint (a resumed build is 2 or more)
 
     @classmethod
     def load(cls, work: Path, fingerprint: str, shards: int) -> "BuildState | None":
@@ -261,7 +263,8 @@ def build_catalog_on_ray(make_batches: Callable[[], Iterable[CatalogBatch]], out
         started = time.time()
         try:
             state, writers = _open_shards(work, fingerprint, shards)
-            resumed = state.batches
+            resumed, earlier_s = state.batches, state.elapsed_s
+            state.runs += 1
             written = sum(c[PRODUCTS] for c in state.shard_counts)
             bar = tqdm(total=total_products, initial=written, unit="product", desc="build catalog (ray)",
                        disable=not progress)
@@ -272,6 +275,7 @@ def build_catalog_on_ray(make_batches: Callable[[], Iterable[CatalogBatch]], out
                     products, reviews = _from_ipc(row[PRODUCTS]), _from_ipc(row[REVIEWS])
                     add_routed(writers, products, reviews)
                     _advance(state, writers, row, products, reviews)
+                    state.elapsed_s = round(earlier_s + time.time() - started, 2)
                     state.save(work)   # after the data: a checkpoint never promises rows not written
                     write_s += time.perf_counter() - began
                     bar.update(products.num_rows)
@@ -281,8 +285,13 @@ def build_catalog_on_ray(make_batches: Callable[[], Iterable[CatalogBatch]], out
             versions = [w.finish() for w in writers]
             index_s = time.perf_counter() - began
             meta = catalog_meta(fingerprint, writers, versions, dict(state.stats), MODEL_NAME, DIM, started, source)
+            # A build resumed over several runs took all of them: build_seconds counts each earlier run up to
+            # its last checkpoint (the work after it was redone) and this run whole.
+            this_run_s = meta["build_seconds"]
+            meta["build_seconds"] = round(earlier_s + this_run_s, 2)
             meta["builder"] = {"name": "ray", "embed_workers": options.embed_workers,
                                "embed_device": _embedding_resources(options)[0], "resumed_at_batch": resumed,
+                               "runs": state.runs, "this_run_s": this_run_s,
                                "write_s": round(write_s, 2), "index_s": round(index_s, 2)}
             (work / STATE_FILE).unlink()
             (work / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")

@@ -85,6 +85,7 @@ def test_ray_build_writes_the_local_builders_rows(tmp_path, ray_local, local_bui
     meta = read_meta(built)
     assert meta["counts"] == read_meta(local_build)["counts"]
     assert meta["builder"]["name"] == "ray" and meta["builder"]["resumed_at_batch"] == 0
+    assert meta["builder"]["runs"] == 1 and meta["build_seconds"] == meta["builder"]["this_run_s"]
 
 
 def test_a_killed_ray_build_resumes_from_its_checkpoint(tmp_path, ray_local, local_build):
@@ -128,5 +129,9 @@ def test_a_killed_ray_build_resumes_from_its_checkpoint(tmp_path, ray_local, loc
 
     built = Path(ensure_catalog({**CATALOG, "builder": "ray", "embed_workers": 1}, tmp_path, progress=False).path)
     assert (built / META_FILE).exists() and not work.exists()
-    assert read_meta(built)["builder"]["resumed_at_batch"] == done["batches"]
+    meta = read_meta(built)
+    assert meta["builder"]["resumed_at_batch"] == done["batches"] and meta["builder"]["runs"] == 2
+    # the killed run's time up to its checkpoint counts: the build took both runs
+    assert done["elapsed_s"] > 0 and meta["build_seconds"] == pytest.approx(
+        done["elapsed_s"] + meta["builder"]["this_run_s"], abs=0.02)
     assert_same_rows(local_build, built)
