@@ -627,3 +627,31 @@ def test_warm_searches_fill_the_page_cache_that_the_first_search_reads(small_cat
     after = small_catalog.search_cache_stats()
     assert after == {"hits": before["hits"] + 1, "misses": before["misses"]}
     assert warmed == cold and cold.hits
+
+
+def test_hit_labels_name_each_row_id_and_refuse_an_unknown_one():
+    # Searches return row ids only; the labels give each its product id and title, whatever order the
+    # table's rows came in and whichever fragment (high 32 bits) a row lives in.
+    import pyarrow as pa
+
+    from ecab.catalog.base import SearchHit
+    from ecab.catalog.shard import HitLabels
+
+    second_fragment = 1 << 32
+    labels = HitLabels(pa.table({"_rowid": pa.array([second_fragment + 1, 0, second_fragment, 1], pa.uint64()),
+                                 "product_id": ["d", "a", "c", "b"], "title": ["D", "A", "C", "B"]}))
+    found = labels.hits(pa.chunked_array([pa.array([second_fragment, 1, second_fragment + 1], pa.uint64())]),
+                        [0.9, 0.5, 0.1])
+    assert found == [SearchHit("c", "C", 0.9), SearchHit("b", "B", 0.5), SearchHit("d", "D", 0.1)]
+    assert labels.hits(pa.chunked_array([pa.array([], pa.uint64())]), []) == []
+    for unknown in (2, second_fragment + 7):
+        with pytest.raises(LookupError):
+            labels.hits(pa.chunked_array([pa.array([unknown], pa.uint64())]), [1.0])
+
+
+def test_a_search_reads_the_labels_once_per_shard(small_catalog):
+    shard = small_catalog.shards[0].shard
+    small_catalog.search("stapler", mode="fts")
+    labels = shard.hit_labels()
+    small_catalog.search("desk lamp", mode="fts")
+    assert shard.hit_labels() is labels and labels.nbytes > 0
