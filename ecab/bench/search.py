@@ -6,11 +6,15 @@ LanceDB catalog, builds an SQLite FTS5 title index over the same products (the o
 queries through every engine. Queries are an entity phrase of a catalog product plus one of its attribute values
 ("black wireless charger"); `hit@20` is the share of queries whose source product is in the top 20.
 
-    python -m ecab.bench.search [--sizes 10000,100000] [--queries 200] [--threads 8] [--tasks default|FILE]
+    python -m ecab.bench.search [--sizes 10000,100000] [--queries 200] [--warmup 50] [--threads 8]
+                                [--tasks default|FILE]
                                 [overrides...]
 
 Timings are cold: query texts are distinct, and the catalog's search-page cache and the embedder's query cache
-are cleared before each measurement, so every timed query pays for its embedding and its LanceDB queries.
+are cleared before each measurement, so every timed query pays for its embedding and its LanceDB queries. The
+index is warm, as in a replica that is serving: before each engine is timed it runs `--warmup` other queries
+(drawn with another seed, none of them timed), so the first engine timed on a freshly opened catalog does not
+pay alone for reading the index pages in.
 
 `--tasks default` adds a task-recall table: the generated benchmark of the *configured* catalog (the default
 5k synthetic one; tasks are only meaningful on the catalog they were built on), one query per task (entity
@@ -158,10 +162,18 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def measure(engine: str, run, queries: list[Query], threads: int, clear_cache=None) -> Row:
-    """Sequential latencies, then throughput with `threads` workers (caches cleared before each)."""
-    for q in queries[:5]:
-        run(q.text)                                 # warm index caches (not the query cache: cleared below)
+def warmup_queries(catalog: Catalog, n: int, measured: list[Query]) -> list[str]:
+    """`n` query texts drawn like the measured ones (another seed), none of them a measured text."""
+    timed = {q.text for q in measured}
+    return [q.text for q in make_queries(catalog, n + len(timed), seed=1) if q.text not in timed][:n]
+
+
+def measure(engine: str, run, queries: list[Query], threads: int, clear_cache=None,
+            warmup: list[str] = ()) -> Row:
+    """Sequential latencies, then throughput with `threads` workers (caches cleared before each), after
+    running the `warmup` texts untimed: the index pages are read in, the timed texts are still cold."""
+    for text in warmup:
+        run(text)
     if clear_cache:
         clear_cache()
     latencies, hits, totals = [], 0, []
@@ -225,7 +237,7 @@ def _dir_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else path.stat().st_size
 
 
-def bench_size(cfg, size: int, n_queries: int, threads: int) -> None:
+def bench_size(cfg, size: int, n_queries: int, threads: int, n_warmup: int = 50) -> None:
     from omegaconf import OmegaConf
 
     from ecab.catalog.build import catalog_dir, ensure_catalog
@@ -236,17 +248,20 @@ def bench_size(cfg, size: int, n_queries: int, threads: int) -> None:
     catalog = ensure_catalog(catalog_cfg, Path(cfg.cache_dir), progress=True)
     lance_build = catalog.meta["build_seconds"] if cached else time.perf_counter() - started
     queries = make_queries(catalog, n_queries)
+    warm = warmup_queries(catalog, n_warmup, queries)
     clear = catalog.clear_caches   # cold: no cached page or query vector
-    rows = [measure(f"lance {mode}", lance_runner(catalog, mode), queries, threads, clear) for mode in LANCE_MODES]
+    rows = [measure(f"lance {mode}", lance_runner(catalog, mode), queries, threads, clear, warm)
+            for mode in LANCE_MODES]
 
     with tempfile.TemporaryDirectory(prefix="ecab-bench-sqlite-") as tmp:
         db_path = Path(tmp) / "product.db"
         sqlite_build = build_sqlite(catalog, db_path)
         sqlite_bytes = _dir_bytes(db_path)
-        rows.append(measure("sqlite fts5 (original)", SqliteSearch(db_path).search, queries, threads))
+        rows.append(measure("sqlite fts5 (original)", SqliteSearch(db_path).search, queries, threads, warmup=warm))
 
-    print(f"\n== {size:,} products ({catalog.meta['counts']['reviews']:,} reviews), {len(queries)} queries, "
-          f"{catalog.meta['shards']} shard(s); e.g. {queries[0].text!r}")
+    print(f"\n== {size:,} products ({catalog.meta['counts']['reviews']:,} reviews), {len(queries)} queries "
+          f"(after {len(warm)} untimed warm-up queries per engine), {catalog.meta['shards']} shard(s); "
+          f"e.g. {queries[0].text!r}")
     print(f"lance  build {lance_build:8.1f} s{' (cached; time of the original build)' if cached else ''}, "
           f"disk {_human_bytes(catalog.disk_bytes())} (products + reviews + indexes)")
     print(f"sqlite build {sqlite_build:8.1f} s, disk {_human_bytes(sqlite_bytes)} (titles + FTS5 only)")
@@ -401,6 +416,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000", help="comma-separated catalog sizes")
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--warmup", type=int, default=50,
+                        help="untimed queries (not among the timed ones) run before each engine: a warm index")
     parser.add_argument("--threads", type=int, default=8,
                         help="concurrent clients for the throughput column (episodes search concurrently)")
     parser.add_argument("--tasks", default=None,
@@ -414,7 +431,7 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as exc:
         die(f"--sizes: {exc}" if not isinstance(exc, ConfigError) else str(exc))
     for size in sizes:
-        bench_size(cfg, size, args.queries, args.threads)
+        bench_size(cfg, size, args.queries, args.threads, args.warmup)
     if args.tasks:
         recall_on_tasks(cfg, args.tasks)
     else:

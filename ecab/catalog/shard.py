@@ -132,19 +132,25 @@ class CatalogShard:
         """Hybrid's keyword leg: BM25 over search_text of any query term, plus the AND match's BM25 for
         products matching every term, so they rank above partial matches (it needs no query vector).
 
-        That is `hybrid_keyword_query`'s ranking, computed as its two clauses run together: a product matching
-        every term scores the same BM25 in both, so its sum is twice its AND score, and the rest score their OR
-        BM25. The union of the two top-`depth` lists holds the sum's top `depth` (an AND match outside the AND
-        list has `depth` AND matches above it; any other product outside the OR list has `depth` products
-        above it). At 100k products this takes 6 ms to the BooleanQuery's 11 (docs/decisions.md#search-fusion)."""
+        That is `hybrid_keyword_query`'s ranking, computed from its two clauses: a product matching every term
+        scores the same BM25 in both, so its sum is twice its AND score, and the rest score their OR BM25. The
+        AND clause runs first. When it fills `depth`, the leg is its top `depth`, doubled, and the OR clause is
+        not run: a partial match would need over twice the BM25 of the `depth`-th full match to enter, which
+        no bench query at 100k or 1M products had, and the OR clause is the dearer half of the leg's CPU
+        (docs/decisions.md#keyword-fallback). Otherwise the union of the two top-`depth` lists holds the sum's
+        top `depth` (an AND match outside the AND list has `depth` AND matches above it; any other product
+        outside the OR list has `depth` products above it)."""
         if self.n_products == 0:
             return []
         from lancedb.query import MatchQuery
 
-        every, any_term = self._fts_tops([MatchQuery(query, "search_text", operator="AND"),
-                                          MatchQuery(query, "search_text", operator="OR")], depth, where)
-        best = {hit.product_id: hit for hit in any_term}
-        best.update((hit.product_id, SearchHit(hit.product_id, hit.title, 2.0 * hit.score)) for hit in every)
+        every = [SearchHit(hit.product_id, hit.title, 2.0 * hit.score)
+                 for hit in self._fts_top(MatchQuery(query, "search_text", operator="AND"), depth, where)]
+        if len(every) >= depth:
+            return every[:depth]
+        best = {hit.product_id: hit for hit in self._fts_top(MatchQuery(query, "search_text", operator="OR"),
+                                                             depth, where)}
+        best.update((hit.product_id, hit) for hit in every)
         return sorted(best.values(), key=lambda hit: -hit.score)[:depth]
 
     def vector_leg(self, vector: np.ndarray, depth: int, where: str | None = None) -> list[SearchHit]:
@@ -192,20 +198,10 @@ class CatalogShard:
         return query.limit(limit).to_arrow()
 
     def _fts_top(self, fts_query, depth: int, where: str | None) -> list[SearchHit]:
-        return self._fts_tops([fts_query], depth, where)[0]
-
-    def _fts_tops(self, fts_queries: list, depth: int, where: str | None) -> list[list[SearchHit]]:
-        """The top `depth` hits of each query, the queries run concurrently."""
-        import asyncio
-
+        """The top `depth` hits of one full-text query."""
         labels = self.hit_labels()
-        # Built here, awaited on the query loop: opening the table (first use) must not run on the loop itself.
-        pending = [self._fts_query(q, where, ["_rowid", "_score"], depth) for q in fts_queries]
-
-        async def tops():
-            return await asyncio.gather(*pending)
-
-        return [labels.hits(table["_rowid"], table["_score"].to_pylist()) for table in _QueryLoop.run(tops())]
+        table = _QueryLoop.run(self._fts_query(fts_query, where, ["_rowid", "_score"], depth))
+        return labels.hits(table["_rowid"], table["_score"].to_pylist())
 
     def _fts_count(self, fts_query, where: str | None) -> int:
         # lancedb's FTS has a default limit (10) when none is given, so ask for every row explicitly.

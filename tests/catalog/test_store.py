@@ -614,6 +614,29 @@ def test_search_legs_on_the_async_api_match_lancedbs_sync_query_builder(small_ca
             assert np.allclose([h.score for h in legs], 1.0 - np.array(sync["_distance"].to_pylist()))
 
 
+def test_the_keyword_legs_or_clause_runs_only_when_too_few_products_match_every_term(small_catalog, monkeypatch):
+    """docs/decisions.md#keyword-fallback: the AND clause runs first; when it fills the depth the leg is its
+    top hits, doubled, and the OR clause is never asked; when it does not, both run (as BooleanQuery ranks)."""
+    from lancedb.query import MatchQuery
+
+    shard = small_catalog.shards[0].shard
+    asked = []
+    real = shard._fts_top
+    monkeypatch.setattr(shard, "_fts_top", lambda q, depth, where: asked.append(q.operator.value) or
+                        real(q, depth, where))
+    query, depth = "charger", 5
+    every = real(MatchQuery(query, "search_text", operator="AND"), depth, None)
+    assert len(every) == depth, "the fixture catalog should hold more than 5 chargers"
+    leg = shard.keyword_leg(query, depth)
+    assert asked == ["AND"]
+    assert [(h.product_id, h.score) for h in leg] == [(h.product_id, 2.0 * h.score) for h in every]
+
+    asked.clear()
+    rare = "charger zzqxv"   # no product matches both terms: the OR clause must fill the leg
+    leg = shard.keyword_leg(rare, depth)
+    assert asked == ["AND", "OR"] and len(leg) == depth
+
+
 def test_warm_searches_fill_the_page_cache_that_the_first_search_reads(small_catalog):
     """The runner's first-query warm-up (docs/decisions.md#first-query-warm-up): an episode's first search of a
     warmed request is a page-cache hit, and the page is the one a cold search computes."""
