@@ -136,7 +136,7 @@ class CatalogShard:
         scores the same BM25 in both, so its sum is twice its AND score, and the rest score their OR BM25. The
         AND clause runs first. When it fills `depth`, the leg is its top `depth`, doubled, and the OR clause is
         not run: a partial match would need over twice the BM25 of the `depth`-th full match to enter, which
-        no bench query at 100k or 1M products had, and the OR clause is the dearer half of the leg's CPU
+        no bench query had at 5k, 10k, 100k or 1M products, and the OR clause is the dearer half of the leg's CPU
         (docs/decisions.md#keyword-fallback). Otherwise the union of the two top-`depth` lists holds the sum's
         top `depth` (an AND match outside the AND list has `depth` AND matches above it; any other product
         outside the OR list has `depth` products above it)."""
