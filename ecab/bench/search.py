@@ -81,16 +81,32 @@ class Row:
 
 def make_queries(catalog: Catalog, n: int, seed: int = 0) -> list[Query]:
     """Shopper phrases from random catalog products: entity phrase + one attribute value."""
+    return make_query_sets(catalog, {seed: n})[seed]
+
+
+def make_query_sets(catalog: Catalog, sizes: dict[int, int]) -> dict[int, list[Query]]:
+    """seed -> `make_queries(catalog, n, seed)` for each (seed, n) of `sizes`, in ONE pass over the catalog
+    (at 1M products each pass reads every product)."""
+    rngs = {seed: random.Random(f"bench-search-{seed}") for seed in sizes}
+    count = catalog.count()
+    wanted = {seed: set(rngs[seed].sample(range(count), min(n, count))) for seed, n in sizes.items()}
+    # Keep only the sampled products while streaming: a 100k catalog does not fit comfortably as objects.
+    picked: dict[int, list] = {seed: [] for seed in sizes}
+    for i, product in enumerate(p for batch in catalog.iter_products(4096) for p in batch):
+        for seed, indices in wanted.items():
+            if i in indices:
+                picked[seed].append(product)
+    return {seed: _phrases(picked[seed], rngs[seed]) for seed in sizes}
+
+
+def _phrases(picked: list, rng: random.Random) -> list[Query]:
+    """One distinct query text per product, in a shuffled order (a repeated text would hit the query cache)."""
     from ecab.fields import lookup_detail
 
     try:
         from ecab.catalog.synthetic import product_type_of
     except ImportError:  # pragma: no cover - synthetic is part of ecab
         product_type_of = None
-    rng = random.Random(f"bench-search-{seed}")
-    wanted = set(rng.sample(range(catalog.count()), min(n, catalog.count())))
-    # Keep only the sampled products while streaming: a 100k catalog does not fit comfortably as objects.
-    picked = [p for i, p in enumerate(p for batch in catalog.iter_products(4096) for p in batch) if i in wanted]
     rng.shuffle(picked)
     queries, seen = [], set()
     for product in picked:
@@ -101,10 +117,18 @@ def make_queries(catalog: Catalog, n: int, seed: int = 0) -> list[Query]:
         attribute = rng.choice(values) if values else ""
         text = f"{attribute} {entity}" if rng.random() < 0.5 else f"{entity} {attribute}"
         text = " ".join(text.lower().split())
-        if text not in seen:   # distinct texts: a repeated query would hit the embedder's query cache
+        if text not in seen:
             seen.add(text)
             queries.append(Query(text, product.product_id))
     return queries
+
+
+def timed_and_warmup_queries(catalog: Catalog, n: int, n_warmup: int) -> tuple[list[Query], list[str]]:
+    """The `n` timed queries (seed 0) and `n_warmup` warm-up texts drawn like them (seed 1), none of them a
+    timed text; one pass over the catalog."""
+    sets = make_query_sets(catalog, {0: n, 1: n_warmup + n})
+    timed = {q.text for q in sets[0]}
+    return sets[0], [q.text for q in sets[1] if q.text not in timed][:n_warmup]
 
 
 # ---------------------------------------------------------------------------------------------- sqlite
@@ -160,12 +184,6 @@ class SqliteSearch:
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
-
-
-def warmup_queries(catalog: Catalog, n: int, measured: list[Query]) -> list[str]:
-    """`n` query texts drawn like the measured ones (another seed), none of them a measured text."""
-    timed = {q.text for q in measured}
-    return [q.text for q in make_queries(catalog, n + len(timed), seed=1) if q.text not in timed][:n]
 
 
 def measure(engine: str, run, queries: list[Query], threads: int, clear_cache=None,
@@ -247,8 +265,7 @@ def bench_size(cfg, size: int, n_queries: int, threads: int, n_warmup: int = 50)
     started = time.perf_counter()
     catalog = ensure_catalog(catalog_cfg, Path(cfg.cache_dir), progress=True)
     lance_build = catalog.meta["build_seconds"] if cached else time.perf_counter() - started
-    queries = make_queries(catalog, n_queries)
-    warm = warmup_queries(catalog, n_warmup, queries)
+    queries, warm = timed_and_warmup_queries(catalog, n_queries, n_warmup)
     clear = catalog.clear_caches   # cold: no cached page or query vector
     rows = [measure(f"lance {mode}", lance_runner(catalog, mode), queries, threads, clear, warm)
             for mode in LANCE_MODES]

@@ -147,7 +147,7 @@ class CatalogShard:
         every = [SearchHit(hit.product_id, hit.title, 2.0 * hit.score)
                  for hit in self._fts_top(MatchQuery(query, "search_text", operator="AND"), depth, where)]
         if len(every) >= depth:
-            return every[:depth]
+            return every
         best = {hit.product_id: hit for hit in self._fts_top(MatchQuery(query, "search_text", operator="OR"),
                                                              depth, where)}
         best.update((hit.product_id, hit) for hit in every)

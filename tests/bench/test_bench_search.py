@@ -1,5 +1,5 @@
 """The search benchmark's verdicts and its replica-memory probe (ecab/bench/search.py)."""
-from ecab.bench.search import Row, make_queries, measure, replica_memory, target_verdict, warmup_queries
+from ecab.bench.search import Row, measure, replica_memory, target_verdict, timed_and_warmup_queries
 
 
 def hybrid(p50_ms: float, qps_1: float, qps_n: float) -> Row:
@@ -37,8 +37,7 @@ def test_review_benchmark_times_rows_lazy_and_cached_searches(small_catalog, mon
 def test_warm_up_queries_run_untimed_before_the_cold_timed_ones(small_catalog):
     """The index is warm and the timed texts are cold: warm-up texts are other queries, run before the cache is
     cleared, and never among the timed ones."""
-    queries = make_queries(small_catalog, 20)
-    warm = warmup_queries(small_catalog, 10, queries)
+    queries, warm = timed_and_warmup_queries(small_catalog, 20, 10)
     assert len(warm) == 10 and not set(warm) & {q.text for q in queries}
     calls = []
     run = lambda text: calls.append(text) or ([], 0)
