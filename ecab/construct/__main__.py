@@ -7,13 +7,16 @@ Writes benchmark.jsonl, rejected.jsonl, rejections.md and construct.json to `con
 cached default-benchmark folder under `cache_dir/benchmarks/<fingerprint>`), prints the rejection table
 and the throughput.
 
-    python -m ecab.construct audit [--baselines] [--no-reviews] [overrides]
+    python -m ecab.construct audit [--baselines] [--no-reviews] [--json PATH] [overrides]
 
 prints the validity audit (ecab/construct/validity.py) of the configured task set (any `benchmark=` and
 `catalog=`): by intent and overall, the products matching the query / query+persona / all rubrics, the
-load-bearing share per source and per rubric type, the share of tasks the query alone singles out;
-`--baselines` adds the accuracy of model=random and model=heuristic on the same tasks, run by the normal run
-machinery (ecab.run) into a temporary run folder.
+load-bearing share per source and per rubric type, the share of tasks the query alone singles out; then the
+ADVERSARIES' table (ecab/construct/adversary/, issue 27): the blind dual-path floor among the query's matches,
+every form cue, the learned attacker (two-fold by task) and, with `--baselines`, the accuracy of
+BASELINE_MODELS on the same tasks, run by the normal run machinery (ecab.run) into a temporary run folder;
+then a verdict line against issue 27's criteria. `--no-reviews` leaves review_opinion rubrics unjudged (they
+count as satisfied); `--json PATH` writes the adversaries' figures, the baselines and the verdict as JSON.
 """
 from __future__ import annotations
 
@@ -31,36 +34,76 @@ def open_catalog(cfg, progress: bool = True):
     return ensure_catalog(cfg.catalog, Path(str(cfg.cache_dir)), progress=progress)
 
 
-AUDIT_FLAGS = ("--baselines", "--no-reviews")
-BASELINE_MODELS = ("random", "heuristic")
+AUDIT_FLAGS = ("--baselines", "--no-reviews", "--json")
+# random: the floor of a script; heuristic: reads the profile and asks; query-only: never does (issue 27);
+# oracle: knows the target (the harness self-check).
+BASELINE_MODELS = ("random", "heuristic", "query-only", "oracle")
 
 
 def run_baselines(overrides: list[str], models=BASELINE_MODELS) -> dict[str, dict]:
     """{model: {"overall": accuracy, "by_intent": {intent: accuracy}}} of each model on the configured tasks,
-    each run by `ecab.run.main_job` (the normal runner, judge and reduce) into a temporary run folder."""
+    each run by `ecab.run.main_job` (the normal runner, judge and reduce) into a temporary run folder. A model
+    without its conf/model/<name>.yaml, or whose run fails, gets {"overall": None, "error": why} and the
+    others still run. "catalog": the fingerprint of the catalog the run used (the audit's table flags a
+    baseline run on another catalog than the audit's, e.g. when catalog code changed in between)."""
     import tempfile
 
+    from ecab.config import group_options
     from ecab.run import main_job
 
     out = {}
+    known = set(group_options("model"))
     with tempfile.TemporaryDirectory(prefix="ecab-audit-") as tmp:
         for model in models:
-            cfg = load_config([*overrides, f"model={model}", f"run.dir={tmp}", f"run.name=audit-{model}",
-                               "run.progress=false", "run.resume=false"])
-            summary = main_job(cfg)
-            out[model] = {"overall": summary.get("overall_accuracy"),
+            if model not in known:
+                out[model] = {"overall": None, "by_intent": {},
+                              "error": f"conf/model/{model}.yaml does not exist (yet): not run"}
+                print(f"audit: baseline model={model} skipped: conf/model/{model}.yaml does not exist",
+                      file=sys.stderr)
+                continue
+            try:
+                cfg = load_config([*overrides, f"model={model}", f"run.dir={tmp}", f"run.name=audit-{model}",
+                                   "run.progress=false", "run.resume=false"])
+                summary = main_job(cfg)
+            except Exception as exc:  # noqa: BLE001 - one baseline failing leaves the others' figures
+                out[model] = {"overall": None, "by_intent": {}, "error": f"failed: {type(exc).__name__}: {exc}"}
+                print(f"audit: baseline model={model} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+                continue
+            manifest = Path(tmp) / f"audit-{model}" / "manifest.json"
+            fingerprint = (json.loads(manifest.read_text(encoding="utf-8")).get("catalog_fingerprint")
+                           if manifest.is_file() else None)
+            out[model] = {"overall": summary.get("overall_accuracy"), "catalog": fingerprint,
                           "by_intent": {k: g.get("accuracy") for k, g in (summary.get("by_intent") or {}).items()}}
     return out
 
 
+def parse_audit_args(args: list[str]) -> tuple[set[str], str | None, list[str]]:
+    """(flags, the --json path or None, Hydra overrides); dies on an unknown option or a --json without path."""
+    flags: set[str] = set()
+    json_path = None
+    overrides: list[str] = []
+    rest = list(args)
+    while rest:
+        a = rest.pop(0)
+        if a == "--json" or a.startswith("--json="):
+            json_path = a.split("=", 1)[1] if "=" in a else (rest.pop(0) if rest else None)
+            if not json_path or json_path.startswith("--"):
+                die("audit: --json needs a path (--json PATH)")
+        elif a.startswith("--"):
+            if a not in AUDIT_FLAGS:
+                die(f"audit: unknown option {a}; options: {', '.join(AUDIT_FLAGS)}")
+            flags.add(a)
+        else:
+            overrides.append(a)
+    return flags, json_path, overrides
+
+
 def audit_main(args: list[str]) -> int:
-    """`python -m ecab.construct audit [--baselines] [--no-reviews] [overrides]`."""
+    """`python -m ecab.construct audit [--baselines] [--no-reviews] [--json PATH] [overrides]`."""
+    from ecab.construct.adversary import attack_record, attack_table, learned_attack
     from ecab.construct.validity import audit_tasks
 
-    unknown = [a for a in args if a.startswith("--") and a not in AUDIT_FLAGS]
-    if unknown:
-        die(f"audit: unknown option {unknown[0]}; options: {', '.join(AUDIT_FLAGS)}")
-    overrides = [a for a in args if not a.startswith("--")]
+    flags, json_path, overrides = parse_audit_args(args)
     try:
         cfg = load_config(overrides)
     except ConfigError as exc:
@@ -71,13 +114,35 @@ def audit_main(args: list[str]) -> int:
     tasks = load_tasks(cfg) if cfg.benchmark.source == "file" else None
     catalog = open_catalog(cfg, progress)
     tasks = tasks if tasks is not None else load_tasks(cfg, catalog)
-    report = audit_tasks(tasks, catalog, include_reviews="--no-reviews" not in args, progress=progress)
-    baselines = run_baselines(overrides) if "--baselines" in args else None
+    report = audit_tasks(tasks, catalog, include_reviews="--no-reviews" not in flags, progress=progress,
+                         tool_features=True, keep_views=True)
+    learned = learned_attack(report.views or [], seed=int(cfg.get("seed", 0) or 0))
+    baselines = run_baselines(overrides) if "--baselines" in flags else None
+    generated = cfg.benchmark.source == "generated"
+    world = {"benchmark": str(cfg.benchmark.source),
+             "path": str(cfg.benchmark.get("path")) if cfg.benchmark.get("path") else None,
+             "limit": cfg.benchmark.get("limit"), "catalog": str(cfg.catalog.source),
+             "fingerprint": catalog.fingerprint, "products": catalog.count(), "tasks": len(tasks),
+             "review_opinion": "left out" if "--no-reviews" in flags else "included", "overrides": overrides}
+    name = f"benchmark={world['benchmark']}" + (f" ({world['path']})" if world["path"] else "") + \
+        f", catalog={world['catalog']} {catalog.fingerprint[:12]}"
     print(f"\n# Validity audit: {len(tasks)} tasks, catalog {catalog.fingerprint[:12]} ({catalog.count()} products)\n")
     print(report.markdown(baselines))
     print(report.headline())
+    summary = report.summary()
+    print("\n" + attack_table(summary["overall"].get("adversary"), learned, baselines, world=name,
+                              generated=generated, catalog=catalog.fingerprint))
     t = report.timing()
     print(f"audited in {t['seconds']:.1f} s ({t['checks']} rubric checks, {t['review_checks']} on reviews)")
+    if json_path:
+        record = attack_record(summary["overall"].get("adversary"), learned, baselines, world=world,
+                               generated=generated)
+        record["by_intent"] = {k: g.get("adversary") for k, g in summary["by_intent"].items()}
+        record["headline"] = report.headline()
+        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_path).write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n",
+                                   encoding="utf-8")
+        print(f"adversaries' figures: {json_path}")
     return 0
 
 

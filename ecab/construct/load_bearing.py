@@ -10,7 +10,9 @@ Over `products` (normally the target's main category, category_products.py), wit
   on the witness and be wrong;
 - whether the query's rubrics alone single out the target (the target is the only product satisfying them:
   persona and clarification then cannot matter);
-- the structural picks among the query's matches (structural_picks.py).
+- the structural picks among the query's matches (structural_picks.py);
+- on request (`matches=QueryMatches()`), the query's matches themselves and which of them satisfy every
+  audited rubric: the attacker's view of the task (adversary/view.py).
 
 review_opinion rubrics are judged like the others (sentence embeddings of the product's reviews, the
 process-wide review checker) unless `include_reviews=False`; they are checked last within their source and
@@ -78,6 +80,9 @@ class TaskAudit:
     pick_query_match: float | None = None
     pick_typical: float | None = None
     pick_central: float | None = None
+    # The adversaries' per-task figures (adversary/cues.py::cue_row: candidates, correct candidates, the blind dual-path
+    # floor, each form cue's expected top-1 hit); None: not computed (rows from before, or a plain draft audit).
+    adversary: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -92,6 +97,16 @@ class TaskAudit:
         decided = [r for r in self.rubrics
                    if r.load_bearing is not None and (source is None or r.info_source == source)]
         return sum(r.load_bearing for r in decided) / len(decided) if decided else None
+
+
+@dataclass
+class QueryMatches:
+    """Filled by `audit_products(..., matches=QueryMatches())`: the products satisfying every query rubric, in
+    the order scanned, and for each whether it satisfies every AUDITED rubric (review_opinion rubrics left out
+    with include_reviews=False count as satisfied). Not part of a TaskAudit row (it holds products)."""
+
+    products: list[Product] = field(default_factory=list)
+    all_rubrics: list[bool] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -189,12 +204,13 @@ def construction_memo(catalog) -> VerdictMemo:
 def audit_products(rubrics: Sequence[Rubric], target: Product, products: Iterable[Product], *,
                    voucher: Voucher | None = None, reviews_of: Callable[[str], list[Review]] | None = None,
                    review_checker=None, include_reviews: bool = True, memo: VerdictMemo | None = None,
-                   task_id: str = "", intent: str = "") -> TaskAudit:
+                   task_id: str = "", intent: str = "", matches: QueryMatches | None = None) -> TaskAudit:
     """Audit one task's rubrics over `products` (normally the target's main category).
 
     `target` is the task's target (its own copy: the target satisfies every rubric by construction, and
     the audit says when it does not); a catalog product with the target's id is counted in the match counts
-    but never as a witness. `reviews_of(product_id)` supplies reviews for review_opinion rubrics.
+    but never as a witness. `reviews_of(product_id)` supplies reviews for review_opinion rubrics. `matches`,
+    when given, receives the query's matches and their all-rubric verdicts (QueryMatches).
     """
     memo = memo or VerdictMemo()
     def rank(i: int) -> tuple:
@@ -258,6 +274,9 @@ def audit_products(rubrics: Sequence[Rubric], target: Product, products: Iterabl
             match_q += 1
             others_q += not is_target
             query_matches.append(product)
+            if matches is not None:
+                matches.products.append(product)
+                matches.all_rubrics.append(not failed)
         if not any(i in qp_set for i in failed) and all(ok(i) for i in costly_qp):
             match_qp += 1
         if not failed:

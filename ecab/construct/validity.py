@@ -10,7 +10,10 @@ singles out the target; and the STRUCTURAL PICKS a script that never asks about 
 (structural_picks.py; docs/decisions.md#validity-audit),
 
 and reports, by intent and overall, the load-bearing share per source and per rubric type and the share of
-tasks the query alone singles out (validity_report.py).
+tasks the query alone singles out (validity_report.py). With `adversary=True` (the default) every row also
+carries the ADVERSARIES' per-task figures (adversary/, issue 27): the blind dual-path floor among the query's
+matches and every form cue's expected hit (TaskAudit.adversary); `keep_views=True` keeps the attacker's views
+for the learned attacker (adversary/learned.py), which needs the whole set and so is not in the rows.
 
 This module runs the audit on tasks: `audit_task`, `audit_tasks` -> `AuditReport` (`.summary()`,
 `.headline()`, `.markdown()`, `.rows()`); the audit construction writes into the benchmark folder
@@ -25,9 +28,10 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from ecab.construct.adversary import TitleTokens, cue_row, headline_part, task_view
 from ecab.construct.benchmark_folder import AUDIT_FILE
 from ecab.construct.category_products import category_products
-from ecab.construct.load_bearing import REVIEW, TaskAudit, VerdictMemo, audit_products
+from ecab.construct.load_bearing import REVIEW, QueryMatches, TaskAudit, VerdictMemo, audit_products
 from ecab.construct.validity_report import AuditReport, aggregate, headline_of
 from ecab.schema import Task
 
@@ -55,32 +59,51 @@ def task_digest(task: Task) -> str:
 
 
 def audit_task(task: Task, catalog, *, include_reviews: bool = True, review_checker=None,
-               memo: VerdictMemo | None = None) -> TaskAudit:
+               memo: VerdictMemo | None = None, adversary: bool = True, tool_features: bool = False,
+               tokens: TitleTokens | None = None, views: list | None = None) -> TaskAudit:
+    """One task's audit row; with `adversary`, its adversaries' figures too (and its attacker's view appended
+    to `views` when given). `tool_features`: the view also has each candidate's search rank for the user query
+    and its reviews (one hybrid search per task, loading the query embedder once per process, and one review
+    read per candidate: `python -m ecab.construct audit` pays it; construction and a run's headline do not, so
+    their rows lack the search-rank and review cues)."""
     products = category_products(catalog, task.target_product, _entity_hint(task))
+    matches = QueryMatches() if adversary else None
     audit = audit_products(task.rubrics, task.target_product, products, voucher=task.voucher,
                            reviews_of=lambda pid: catalog.get_reviews(pid), review_checker=review_checker,
                            include_reviews=include_reviews, memo=memo, task_id=task.id,
-                           intent=task.intent_category)
+                           intent=task.intent_category, matches=matches)
     audit.digest = task_digest(task)
+    if matches is not None:
+        view = task_view(task_id=task.id, intent=task.intent_category, target_id=task.target_product.product_id,
+                         query=task.user_query, matches=matches.products, all_rubrics=matches.all_rubrics,
+                         category=products, catalog=catalog if tool_features else None, tokens=tokens)
+        audit.adversary = cue_row(view)
+        if views is not None:
+            views.append(view)
     return audit
 
 
 def audit_tasks(tasks: Sequence[Task], catalog, *, include_reviews: bool = True, review_checker=None,
-                progress: bool = False) -> "AuditReport":
-    """Audit every task on `catalog`; one verdict memo for the whole set."""
+                progress: bool = False, adversary: bool = True, tool_features: bool = False,
+                keep_views: bool = False) -> "AuditReport":
+    """Audit every task on `catalog`; one verdict memo for the whole set. `tool_features` as in audit_task;
+    `keep_views`: the report keeps every task's attacker's view (report.views) for the learned attacker."""
     started = time.perf_counter()
     memo = VerdictMemo()
     if include_reviews and review_checker is None and any(r.type == REVIEW for t in tasks for r in t.rubrics):
         from ecab.catalog.review_match import default_review_checker
         review_checker = default_review_checker()
     rows = []
+    tokens = TitleTokens()
+    views: list | None = [] if (adversary and keep_views) else None
     for n, task in enumerate(tasks, 1):
         rows.append(audit_task(task, catalog, include_reviews=include_reviews, review_checker=review_checker,
-                               memo=memo))
+                               memo=memo, adversary=adversary, tool_features=tool_features, tokens=tokens,
+                               views=views))
         if progress and n % 50 == 0:
             print(f"audit: {n}/{len(tasks)} tasks", flush=True)
     return AuditReport(rows, include_reviews=include_reviews, seconds=time.perf_counter() - started,
-                       checks=memo.checks, review_checks=memo.review_checks)
+                       checks=memo.checks, review_checks=memo.review_checks, views=views)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -118,6 +141,7 @@ def headline_record(summary: dict[str, Any], source: str) -> dict[str, Any]:
             "load_bearing_hidden": o["load_bearing_hidden"],
             "match_query_median": o["match_query_median"], "tasks": o["tasks"],
             "structural_picks": o.get("structural_picks"),
+            "adversary": headline_part(o.get("adversary")),
             "by_intent": {k: {"query_singles_out": g["query_singles_out"],
                               "load_bearing": {s: v["share"] for s, v in g["load_bearing"].items()}}
                           for k, g in summary["by_intent"].items()}}

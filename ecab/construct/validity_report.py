@@ -2,7 +2,8 @@
 
 `aggregate` turns per-task rows (load_bearing.TaskAudit) into a summary: by intent and overall, the products
 matching the query / query+persona / all rubrics, the load-bearing share per source and per rubric type, the
-share of tasks the query alone singles out and the structural picks' accuracy; `headline_of` and `markdown_of`
+share of tasks the query alone singles out, the structural picks' accuracy and the adversaries' figures
+(adversary/report.py: the blind dual-path floor, every form cue; issue 27); `headline_of` and `markdown_of`
 print it. `AuditReport` is what validity.audit_tasks returns.
 """
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from ecab.construct.adversary.report import summarize as adversary_summary
 from ecab.construct.draft import SOURCES
 from ecab.construct.load_bearing import HIDDEN_SOURCES, TaskAudit
 
@@ -61,6 +63,7 @@ def _group(rows: Sequence[TaskAudit]) -> dict[str, Any]:
         "structural_picks": {"query_match": _mean([t.pick_query_match for t in rows]),
                              "typical": _mean([t.pick_typical for t in rows]),
                              "central": _mean([t.pick_central for t in rows])},
+        "adversary": adversary_summary([t.adversary for t in rows]),
     }
 
 
@@ -92,7 +95,7 @@ def headline_of(summary: dict[str, Any]) -> str:
             f"load-bearing rubrics: query {pct(lb['query']['share'])}, persona {pct(lb['persona']['share'])}, "
             f"clarification {pct(lb['clarification']['share'])}; median products matching the query "
             f"{num(o['match_query_median'])} (review_opinion {summary.get('review_opinion', 'included')})"
-            + _picks_phrase(o))
+            + _picks_phrase(o) + _adversary_phrase(o))
 
 
 def _picks_phrase(group: dict[str, Any]) -> str:
@@ -103,13 +106,24 @@ def _picks_phrase(group: dict[str, Any]) -> str:
             f"{pct(picks['typical'])} on the most typical, {pct(picks['central'])} on the most central")
 
 
+def _adversary_phrase(group: dict[str, Any]) -> str:
+    adv = group.get("adversary")
+    if not adv:
+        return ""
+    best = adv.get("best_cue")
+    cue = (f"; the best form cue ({best['cue']}) {pct(best['accuracy'])}"
+           + (f", {best['x_chance']:.2f}x chance" if best.get("x_chance") is not None else "")) if best else ""
+    return (f"; counted by dual path, a blind pick among them is correct in {pct(adv['floor'])} "
+            f"({adv['tasks_multi_correct']} tasks with several correct products){cue}")
+
+
 def markdown_of(summary: dict[str, Any], baselines: dict[str, dict[str, Any]] | None = None) -> str:
     """The audit table: by intent and overall; with baselines, their accuracy per intent."""
     baselines = baselines or {}
     names = list(baselines)
     head = ["intent", "tasks", "products", "match query", "match q+persona", "match all", "query singles out",
             "LB query", "LB persona", "LB clarification", "pick random", "pick typical", "pick central",
-            *[f"{n} acc." for n in names]]
+            "floor (dual path)", "best cue", *[f"{n} acc." for n in names]]
     lines = ["| " + " | ".join(head) + " |",
              "|" + "|".join("---" if i == 0 else "---:" for i in range(len(head))) + "|"]
     groups = [*summary["by_intent"].items(), ("**overall**", summary["overall"])]
@@ -124,7 +138,7 @@ def markdown_of(summary: dict[str, Any], baselines: dict[str, dict[str, Any]] | 
             pct(lb["query"]["share"]),
             pct(lb["persona"]["share"]), pct(lb["clarification"]["share"]),
             *[pct((g.get("structural_picks") or {}).get(k)) for k in ("query_match", "typical", "central")],
-            *acc]) + " |")
+            pct((g.get("adversary") or {}).get("floor")), _best_cue_cell(g), *acc]) + " |")
     o = summary["overall"]
     lines += ["", "Load-bearing by rubric type (overall):", "",
               "| rubric type | rubrics | load-bearing | share |", "|---|---:|---:|---:|"]
@@ -136,8 +150,15 @@ def markdown_of(summary: dict[str, Any], baselines: dict[str, dict[str, Any]] | 
                   f"review_opinion: {summary.get('review_opinion', 'included')}"
               + (f"; {o['rubrics_not_audited']} rubrics not audited" if o["rubrics_not_audited"] else "") + ". "
               "pick columns: expected accuracy of a script that picks among the products matching the query's "
-              "rubrics at random, the most typical one or the most central one (module docstring)."]
+              "rubrics at random, the most typical one or the most central one, counting the exact target only "
+              "(module docstring); floor (dual path): a blind pick among them counting any product satisfying "
+              "every audited rubric, best cue: the best form cue's accuracy (adversary/, issue 27)."]
     return "\n".join(lines) + "\n"
+
+
+def _best_cue_cell(group: dict[str, Any]) -> str:
+    best = (group.get("adversary") or {}).get("best_cue")
+    return f"{pct(best['accuracy'])} {best['cue']}" if best else "n/a"
 
 
 @dataclass
@@ -148,6 +169,7 @@ class AuditReport:
     checks: int = 0
     review_checks: int = 0
     reviews_note: str | None = None      # why review_opinion rubrics were left out, when they were
+    views: list | None = None            # the attacker's views (adversary.TaskView), audit_tasks(keep_views=True)
 
     def summary(self) -> dict[str, Any]:
         return aggregate(self.tasks, include_reviews=self.include_reviews, reviews_note=self.reviews_note)
