@@ -159,8 +159,9 @@ def fingerprint_inputs(cfg: Any) -> dict[str, Any]:
 
 
 def _siblings(cfg: Any) -> tuple[int, int]:
-    """catalog=targets: (hard-negative siblings per rubric, query-only siblings per task); 0 turns them off."""
-    return _int_at_least(cfg, "siblings", 3, 0), _int_at_least(cfg, "query_only_siblings", 3, 0)
+    """catalog=targets: (listings per cube vertex failing one query rubric, the factorial over the hidden rubrics
+    on (> 0) or off); the defaults are conf/catalog/targets.yaml's (ecab/catalog/siblings/cube.py)."""
+    return _int_at_least(cfg, "siblings", 1, 0), _int_at_least(cfg, "query_only_siblings", 1, 0)
 
 
 def catalog_fingerprint(cfg: Any) -> str:

@@ -1,6 +1,7 @@
 """A task file's targets as a catalog source: the target products of a `benchmark.jsonl`, their hard-negative
-siblings (ecab/catalog/siblings/: per rubric, products that violate exactly that rubric, so every requirement
-matters) and synthetic distractors. Released tasks carry no review text (docs/original-harness.md §9), so targets
+siblings (ecab/catalog/siblings/: the full factorial over each task's hidden rubrics among the listings that
+match its query, the target re-listed as one of them, plus listings failing one query rubric) and synthetic
+distractors. Released tasks carry no review text (docs/original-harness.md §9), so targets
 and siblings get synthetic reviews that state their task's review_opinion rubrics, which lets the harness run on
 the real samples without the 25 GB DB.
 """
@@ -45,17 +46,21 @@ _DAY_MS = 86_400_000
 
 def iter_targets(tasks_path: Path, *, n_distractors: int = 2000, seed: int = 0, batch_size: int = 1000,
                  siblings: int = 0, query_only_siblings: int = 0, report=None) -> Iterator[CatalogBatch]:
-    """The target product of every task (unchanged, first task wins per id) and its hard-negative siblings
-    (`siblings` per rubric and `query_only_siblings` per task, ecab/catalog/siblings/) in one seeded
-    order, then `n_distractors` synthetic products from `ecab.catalog.synthetic.iter_synthetic` whose ids
-    collide with neither. `catalog=targets` asks for 3 and 3 (conf/catalog/targets.yaml); without siblings the
-    targets come first, in file order.
+    """The target product of every task (first task wins per id) and its family (ecab/catalog/siblings/) in
+    one seeded order, then `n_distractors` synthetic products from `ecab.catalog.synthetic.iter_synthetic`
+    whose ids collide with none of them. With both `siblings` and `query_only_siblings` 0 the targets are
+    the file's, unchanged, first and in file order. Otherwise every task gets a family: `query_only_siblings`
+    > 0 lists the full factorial over its hidden rubrics among the listings matching its query (cube.py),
+    `siblings` is the number of listings per cube vertex that fail one query rubric; and the target's
+    listing is RE-LISTED by the family's own process (same product id, every rubric still satisfied, its
+    numbers, varied facts and drifted keys drawn like a sibling's), so that nothing but hidden information
+    tells it apart. `catalog=targets` asks for 1 and 1 (conf/catalog/targets.yaml).
 
     Every target gets synthetic reviews, deterministic from its task id: one per review_opinion rubric that
     states the opinion verbatim (rating 5, the most helpful votes, so §5.10's selection would pick them),
     plus filler reviews up to 10 (targets without reviews would stand out among reviewed distractors);
     siblings get theirs from the same generator. Review ids are renumbered 1..N over the whole output so no
-    two reviews collide. `report(line)`, when given, receives one line about the siblings made.
+    two reviews collide. `report(line)`, when given, receives one line about the families made.
     """
     real, distractors, line = targets_and_siblings(tasks_path, n_distractors=n_distractors, seed=seed,
                                                    siblings=siblings, query_only_siblings=query_only_siblings)
@@ -66,10 +71,11 @@ def iter_targets(tasks_path: Path, *, n_distractors: int = 2000, seed: int = 0, 
     yield from _rebatch(iter(distractors), batch_size, renumber)
 
 
-def targets_and_siblings(tasks_path: Path, *, n_distractors: int = 2000, seed: int = 0, siblings: int = 3,
-                         query_only_siblings: int = 3):
-    """(targets and siblings in catalog order as (product, reviews, its siblings.Sibling record or None for
-    a target), the distractors as (product, reviews), one line about the siblings) of `iter_targets`."""
+def targets_and_siblings(tasks_path: Path, *, n_distractors: int = 2000, seed: int = 0, siblings: int = 1,
+                         query_only_siblings: int = 1):
+    """(targets and siblings in catalog order as (product, reviews, its siblings.Sibling record: kind
+    "target" for a re-listed target, None for a target kept as in the file), the distractors as
+    (product, reviews), one line about the families) of `iter_targets`."""
     from ecab.catalog.siblings.make import make_siblings
     from ecab.catalog.siblings.pools import ValuePools
 
@@ -81,10 +87,13 @@ def targets_and_siblings(tasks_path: Path, *, n_distractors: int = 2000, seed: i
     line = ""
     if siblings > 0 or query_only_siblings > 0:
         pools = ValuePools.build(targets, tasks, (p for p, _ in distractors))
-        made, stats = make_siblings(tasks, per_rubric=siblings, query_only=query_only_siblings, seed=seed,
+        made, stats = make_siblings(tasks, per_vertex=siblings, cube=query_only_siblings > 0, seed=seed,
                                     taken=taken, pools=pools, make_reviews=_sibling_reviews(),
-                                    review_checker=_review_checker())
-        real += [(s.product, s.reviews, s) for s in made]
+                                    review_checker=_review_checker(), target_reviews=target_reviews)
+        relisted = {s.product.product_id: s for s in made if s.kind == "target"}
+        real = [(relisted[p.product_id].product, reviews, relisted[p.product_id]) if p.product_id in relisted
+                else (p, reviews, None) for p, reviews, _ in real]
+        real += [(s.product, s.reviews, s) for s in made if s.kind != "target"]
         random.Random(f"targets-order|{seed}").shuffle(real)
         line = f"catalog=targets: {len(targets)} targets, {stats.line()}"
     return real, distractors, line

@@ -1,6 +1,8 @@
-"""A task's family of siblings: the centre its siblings' numbers and dates are drawn around, the facts most of
-them carry instead of the target's (drift), and the listing facts each variant has of its own (rank, date
-first available, weight, model number), never a field a rubric of the target's tasks reads."""
+"""A task's family: the centre its listings' numbers and dates are drawn around, the facts half of them carry
+instead of the target's file values (drift), and the listing facts each listing has of its own (rank, date
+first available, weight, model number), never a field a rubric of the target's tasks reads. The target's own
+listing is one member like the others: it draws its varied facts from the same centre and carries the
+drifted value exactly when the family's balanced assignment (cube.py) says so."""
 from __future__ import annotations
 
 import copy
@@ -9,9 +11,9 @@ import math
 import random
 import re
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterable
 
-from ecab.catalog.siblings.checks import satisfies
+from ecab.catalog.siblings.checks import key_form, satisfies, twin_keys
 from ecab.catalog.siblings.listing_text import detail_key, phrase_pattern
 from ecab.catalog.siblings.pools import ValuePools, canonical, kin_token, split_options
 from ecab.core.text import normalize
@@ -19,13 +21,13 @@ from ecab.fields import MULTI_OPTION_FIELDS
 from ecab.schema import Product, Task
 
 
-# Each task's family of siblings is drawn around a CENTRE that is itself a draw around the target (the same
-# spread both times), so the target is just another member: neither the median of the family's numbers nor
-# the middle of its dates (docs/decisions.md#target-siblings).
+# Each task's family is drawn around a CENTRE that is itself a draw around the file's target (the same spread
+# both times), and every listing, the target's own included, is a draw around that centre: the file's values
+# appear nowhere, and the target is neither the median of the family's numbers nor the middle of its dates
+# (docs/decisions.md#target-siblings).
 RATING_SPREAD, COUNT_SPREAD, PRICE_SPREAD = 0.6, 0.7, 0.12     # rating: logit-normal; count, price: log-normal
 RANK_SPREAD, WEIGHT_SPREAD, DATE_SPREAD = 0.8, 0.08, 200         # log-normal, log-normal, +-days
-DRIFT_SHARE = 0.75    # share of a family carrying each drifted value
-DRIFTED_FACTS = 2     # facts (no rubric reads them) on which most of a family differs from the target
+DRIFTED_FACTS = 2     # facts (no rubric reads them) on which half of a family differs from the file's target
 DRIFT_FIELDS = frozenset(MULTI_OPTION_FIELDS | {"Special Feature"})
 _NUMBER = re.compile(r"\d[\d,]*")
 _DATE_FORMATS = ("%B %d, %Y", "%b %d, %Y")
@@ -33,8 +35,8 @@ _DATE_FORMATS = ("%B %d, %Y", "%b %d, %Y")
 
 @dataclass
 class Family:
-    """One task's family: the centre its siblings are drawn around, and the detail values most of them
-    carry instead of the target's (DRIFT_SHARE of them, on 1-2 facts no rubric reads)."""
+    """One task's family: the centre its listings are drawn around, the detail values half of them carry
+    instead of the file target's (on 1-2 facts no rubric reads; key -> value), the cents prices end in."""
 
     rating: float | None        # on the logit scale of (rating - 1) / 4: draws never pile up at 1 or 5 stars
     count: float | None
@@ -43,6 +45,7 @@ class Family:
     weight: float = 1.0
     days: int = 0
     drift: dict[str, str] = field(default_factory=dict)
+    cents: tuple[int, ...] = ()
 
 
 def _logit_of_stars(stars: float) -> float:
@@ -55,6 +58,9 @@ def stars_of_logit(logit: float) -> float:
 
 
 def family_of(task: Task, pools: ValuePools, rng: random.Random, protected: set[str]) -> Family:
+    """The family's centre and drifted facts. A drifted key stands for its near-duplicates too (they get
+    the same value, `vary_listing`); the fallback widens a multi-valued QUERY rubric field (every listing
+    matching the query still satisfies it; a hidden field already takes two values in the cube)."""
     p = task.target_product
     fam = Family(
         rating=None if p.average_rating is None
@@ -62,27 +68,33 @@ def family_of(task: Task, pools: ValuePools, rng: random.Random, protected: set[
         count=None if not p.rating_number else float(p.rating_number) * math.exp(rng.gauss(0, COUNT_SPREAD)),
         price=None if p.price is None else float(p.price) * math.exp(rng.gauss(0, PRICE_SPREAD)),
         rank=math.exp(rng.gauss(0, RANK_SPREAD)), weight=math.exp(rng.gauss(0, WEIGHT_SPREAD)),
-        days=rng.randint(-DATE_SPREAD, DATE_SPREAD))
+        days=rng.randint(-DATE_SPREAD, DATE_SPREAD), cents=tuple(pools.cents))
     title = normalize(p.title)
     keys = [k for k, v in (p.details or {}).items()
-            if isinstance(v, str) and v.strip() and k not in VARIED_FACTS and canonical(k) not in protected
+            if isinstance(v, str) and v.strip() and k not in VARIED_FACTS and key_form(k) not in protected
             and canonical(k) not in ("Brand", "Manufacturer") and normalize(v) not in title]
     rng.shuffle(keys)
+    forms: set[str] = set()
     for key in keys:
         if len(fam.drift) == DRIFTED_FACTS:
             break
+        if key_form(key) in forms:
+            continue
         current = {normalize(o) for o in split_options(p.details[key])} | {normalize(p.details[key])}
         alternative = next((v for v in pools.values(p.main_category, key, rng, kin=kin_token(task))
                             if normalize(v) not in current and normalize(v) not in title), None)
         if alternative is not None:
             fam.drift[key] = alternative
-    # Too few such facts: most of the family lists one more option on a multi-valued field a rubric reads
-    # ("Waterproof" -> "Waterproof, Lightweight"), where every rubric of the task still holds.
-    rubrics = [r for r in task.rubrics if r.type == "attribute_match" and canonical(r.field) in DRIFT_FIELDS]
+            forms.add(key_form(key))
+    # Too few such facts: half of the family lists one more option on a multi-valued field a query rubric
+    # reads ("Waterproof" -> "Waterproof, Lightweight"), where every rubric of the task still holds.
+    rubrics = [r for r in task.rubrics if r.type == "attribute_match" and canonical(r.field) in DRIFT_FIELDS
+               and r.info_source == "query"]
     rng.shuffle(rubrics)
     for r in rubrics:
         key = detail_key(p.details, r.field)
-        if len(fam.drift) >= DRIFTED_FACTS or key is None or key in fam.drift or not isinstance(p.details[key], str):
+        if len(fam.drift) >= DRIFTED_FACTS or key is None or key_form(key) in forms or \
+                not isinstance(p.details[key], str):
             continue
         current = {normalize(o) for o in split_options(p.details[key])}
         for v in pools.values(p.main_category, key, rng, kin=kin_token(task))[:20]:
@@ -92,6 +104,7 @@ def family_of(task: Task, pools: ValuePools, rng: random.Random, protected: set[
             trial.details[key] = f"{p.details[key]}, {v}"
             if all(satisfies(x, trial, task) for x in task.rubrics if x.type != "review_opinion"):
                 fam.drift[key] = trial.details[key]
+                forms.add(key_form(key))
                 break
     return fam
 
@@ -137,21 +150,22 @@ VARIED_FACTS: dict[str, Callable[[str, random.Random, Family], str]] = {
 }
 
 
-def vary_listing(product: Product, rng: random.Random, protected: set[str], fam: Family) -> None:
-    """The listing facts a variant has of its own (rank, date, weight, model number), and the family's
-    drifted values for DRIFT_SHARE of siblings."""
-    for key, value in fam.drift.items():
-        if rng.random() < DRIFT_SHARE:
-            product.details[key] = value
+def vary_listing(product: Product, rng: random.Random, protected: set[str], fam: Family,
+                 drifted: Iterable[str] = ()) -> None:
+    """The listing facts a listing has of its own (rank, date, weight, model number), and the family's
+    drifted value on each key of `drifted` (and its near-duplicate keys)."""
+    for key in drifted:
+        for twin in twin_keys(product.details, key) or [key]:
+            product.details[twin] = fam.drift[key]
     for key in list(product.details):
         vary = VARIED_FACTS.get(key)
         value = product.details[key]
-        if vary is _vary_rank and isinstance(value, dict) and canonical(key) not in protected:
+        if vary is _vary_rank and isinstance(value, dict) and key_form(key) not in protected:
             factor = fam.rank * math.exp(rng.gauss(0, RANK_SPREAD))    # {"Category": 12345, ...}
             product.details[key] = {k: (max(1, round(v * factor)) if isinstance(v, int) and not isinstance(v, bool)
                                         else v) for k, v in value.items()}
             continue
-        if vary is None or canonical(key) in protected or not isinstance(value, str) or not value:
+        if vary is None or key_form(key) in protected or not isinstance(value, str) or not value:
             continue
         new = vary(value, rng, fam)
         if key in ("Item model number", "Part Number") and new != value:   # the literal model number only

@@ -1,11 +1,13 @@
 """Editing a listing's text: the detail key a rubric field reads, a phrase replaced on word boundaries however
-it is punctuated (as the judge's normalization reads it), an option of a multi-valued value swapped, words
-of a product line swapped."""
+it is punctuated and whatever its plural ending (as the judge's normalization reads it), a value said anew
+wherever the listing's text states the old one, an option of a multi-valued value swapped, words of a
+product line swapped."""
 from __future__ import annotations
 
 import re
 from typing import Any
 
+from ecab.catalog.siblings.checks import states_value, stem
 from ecab.catalog.siblings.pools import OPTION_SEPARATORS, canonical
 from ecab.core.text import normalize, singular
 from ecab.fields import ALIASES_BY_CANONICAL
@@ -37,12 +39,18 @@ def phrase_pattern(phrase: str) -> re.Pattern:
 
 def _loose_pattern(phrase: str) -> re.Pattern | None:
     """`phrase` as the judge reads it: its normalized words in order, any punctuation or spacing between
-    them ("USB Type C" finds "USB Type-C", "Android,Ios" finds "Android, iOS"), on word boundaries."""
+    them ("USB Type C" finds "USB Type-C", "Android,Ios" finds "Android, iOS"), any plural ending ("1.69
+    Inches" finds "1.69 Inch"), on word boundaries."""
     words = re.findall(r"[^\W_]+", normalize(phrase))
     if not words:
         return None
-    return re.compile(rf"(?<![{_WORD_CHARS}])" + r"[\W_]*".join(re.escape(w) for w in words)
+    return re.compile(rf"(?<![{_WORD_CHARS}])" + r"[\W_]*".join(_word_pattern(w) for w in words)
                       + rf"(?![{_WORD_CHARS}])", re.IGNORECASE)
+
+
+def _word_pattern(word: str) -> str:
+    base = stem(word)
+    return re.escape(base) + ("" if word[-1].isdigit() else "(?:es|s)?")
 
 
 def replace_phrase(text: str, old: str, new: str) -> str:
@@ -75,6 +83,16 @@ def rewrite_text(product: Product, old: str, new: str, *, title: bool) -> None:
     product.description = [replace_phrase(d, old, new) for d in product.description or []]
     if title:
         product.title = replace_phrase(product.title, old, new)
+
+
+def rewrite_stated(product: Product, field_name: str, old: str, new: str) -> None:
+    """Say `new` in every text segment (title, bullets, description) that states `old` for the field
+    (`checks.states_value`): a listing whose details changed does not keep saying the old value."""
+    def fix(text: str) -> str:
+        return replace_phrase(text, old, new) if states_value(field_name, old, text) else text
+    product.title = fix(product.title or "")
+    product.features = [fix(b) if isinstance(b, str) else b for b in product.features or []]
+    product.description = [fix(d) if isinstance(d, str) else d for d in product.description or []]
 
 
 def replace_option(value: str, expected: str, new: str) -> str:

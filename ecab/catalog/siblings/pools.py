@@ -1,5 +1,6 @@
 """Value pools: the plausible values of every field, from the rows of the task file and of the distractors,
-so that a sibling takes a value another product of its own kind carries."""
+so that a sibling takes a value another product of its own kind carries; and the cents the file's real
+prices end in, the one distribution every listing's price (the target's included) is rendered with."""
 from __future__ import annotations
 
 import random
@@ -36,6 +37,7 @@ class ValuePools:
     other: dict[tuple[str, str], list[tuple[frozenset, list[str]]]] = field(default_factory=dict)
     asked: dict[str, list[str]] = field(default_factory=dict)      # values the tasks' rubrics ask for
     stores: list[str] = field(default_factory=list)
+    cents: list[int] = field(default_factory=list)                 # the file's real prices' cents, sorted
 
     @staticmethod
     def _options(product: Product) -> dict[str, list[str]]:
@@ -51,6 +53,8 @@ class ValuePools:
         for task in tasks:
             kinds.setdefault(task.target_product.product_id, set()).add(kin_token(task) or "")
         for product in real_products:
+            if product.price is not None:
+                pools.cents.append(int(round(float(product.price) * 100)) % 100)
             pools.real.append((product.main_category, frozenset(kinds.get(product.product_id, ())),
                                cls._options(product)))
             stores.add(product.store or product.brand)
@@ -66,6 +70,7 @@ class ValuePools:
                 pools.other.setdefault((product.main_category, key), []).append((tokens, options))
             stores.add(product.store)
         pools.stores = sorted(s for s in stores if s)
+        pools.cents.sort()
         return pools
 
     def values(self, category: str, field_name: str, rng: random.Random, kin: str | None = None) -> list[str]:

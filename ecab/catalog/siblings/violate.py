@@ -1,15 +1,23 @@
-"""Violating one rubric: a copy of the target made to fail it while every rubric it must keep still holds
-(another plausible value of the field, an excluded value present, another product line in the title,
-another store; numbers and reviews are chosen later, numbers.py and make.py)."""
+"""Violating one rubric: a listing made to fail it while every rubric it must keep still holds (another
+plausible value of the field, an excluded value present, another product line in the title, another store;
+numbers and reviews are chosen later, numbers.py and make.py).
+
+A violation is a CHOICE (which value, which product line, which store) and its APPLICATION to a listing. The
+family plans one choice per hidden rubric (the one wrong value every listing failing that rubric carries,
+cube.py) and applies it to each cube vertex; a query-rubric violator draws its own choice. Applying a choice
+writes the new value under every near-duplicate key of the field and says it wherever the listing's text
+stated the old one, and is accepted only when the violation is real (`checks.nominal_violation`: no twin key,
+title, bullet or description still stating the required value) and every rubric to keep still holds.
+"""
 from __future__ import annotations
 
 import copy
 import random
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Any, Iterator, Sequence
 
-from ecab.catalog.siblings.checks import satisfies
-from ecab.catalog.siblings.listing_text import (detail_key, replace_option, replace_phrase, rewrite_text,
-                                                swap_words)
+from ecab.catalog.siblings.checks import nominal_violation, satisfies, twin_keys
+from ecab.catalog.siblings.listing_text import replace_option, replace_phrase, rewrite_stated, swap_words
 from ecab.catalog.siblings.pools import ValuePools, canonical, kin_token
 from ecab.core.rubric_checks import EntityMatcher, entity_phrases
 from ecab.core.text import keyword_tokens, normalize
@@ -35,55 +43,90 @@ LINE_SWAPS: dict[str, tuple[str, ...]] = {
     "lamp": ("Bulb",), "bag": ("Pouch",), "pen": ("Refills",), "notebook": ("Binder",),
 }
 GENERIC_LINES = ("Organizer", "Cleaning Kit", "Replacement Parts", "Storage Case")
+ATTRIBUTE_CANDIDATES = 40
+NUMERIC_TYPES = ("numeric_range", "budget_match", "review_opinion")   # chosen later: numbers, reviews
+
+
+@dataclass(frozen=True)
+class Choice:
+    """How a listing fails one rubric: `value` is the new detail value / excluded value / store, or the
+    (token, replacement) of a product-line swap; None for numbers and reviews (drawn per listing)."""
+
+    rubric_id: str
+    value: Any = None
+
+
+def choices(product: Product, rubric: Rubric, task: Task, pools: ValuePools, rng: random.Random
+            ) -> Iterator[Choice]:
+    """Candidate ways to fail `rubric`, most plausible first (not yet checked: `apply` decides)."""
+    if rubric.type in NUMERIC_TYPES:
+        yield Choice(rubric.id)
+    elif rubric.type == "attribute_match":
+        latin = str(rubric.expected_value).isascii()
+        values = [v for v in pools.values(product.main_category, rubric.field, rng, kin=kin_token(task))
+                  if v.isascii() or not latin]     # "防水" for "Waterproof": a translation, not another value
+        for value in values[:ATTRIBUTE_CANDIDATES]:
+            yield Choice(rubric.id, value)
+    elif rubric.type == "negative_attribute":
+        excluded = [v for v in rubric.expected_value if isinstance(v, str) and v.strip()]
+        rng.shuffle(excluded)
+        for value in excluded:
+            yield Choice(rubric.id, value if not value.islower() else value.title())
+    elif rubric.type == "entity_match":
+        yield from _entity_choices(product, rubric, pools, rng)
+    elif rubric.type == "store_match":
+        stores = [s for s in pools.stores if normalize(s) != normalize(rubric.expected_value)]
+        rng.shuffle(stores)
+        for store in stores[:10]:
+            yield Choice(rubric.id, store)
+
+
+def apply(product: Product, rubric: Rubric, choice: Choice, task: Task, keep: Sequence[Rubric]) -> bool:
+    """Make `product` fail `rubric` by `choice` (in place) when the violation is real and every rubric in
+    `keep` (mechanical) still holds; False (product untouched) otherwise. Numbers and reviews: True (later)."""
+    if rubric.type in NUMERIC_TYPES:
+        return True
+    trial = copy.deepcopy(product)
+    if rubric.type == "attribute_match":
+        ok = _apply_attribute(trial, rubric, str(choice.value))
+    elif rubric.type == "negative_attribute":
+        ok = _apply_negative(trial, rubric, str(choice.value))
+    elif rubric.type == "entity_match":
+        ok = _apply_entity(trial, rubric, *choice.value)
+    elif rubric.type == "store_match":
+        trial.store = choice.value
+        ok = True
+    else:
+        ok = False
+    if not ok or satisfies(rubric, trial, task) or nominal_violation(rubric, trial, task) is not None:
+        return False
+    if not all(satisfies(r, trial, task) for r in keep):
+        return False
+    _copy_into(product, trial)
+    return True
 
 
 def violate_rubric(product: Product, rubric: Rubric, task: Task, pools: ValuePools, rng: random.Random,
-                   keep: Sequence[Rubric]) -> bool:
-    """Make `product` fail `rubric` while every rubric in `keep` (mechanical, to keep) still holds."""
-    if rubric.type == "attribute_match":
-        return violate_attribute(product, rubric, task, pools, rng, keep)
-    if rubric.type == "negative_attribute":
-        return violate_negative(product, rubric, task, rng, keep)
-    if rubric.type == "entity_match":
-        return violate_entity(product, rubric, task, pools, rng, keep)
-    if rubric.type == "store_match":
-        return violate_store(product, rubric, pools, rng)
-    return rubric.type in ("numeric_range", "budget_match", "review_opinion")   # numbers / reviews later
+                   keep: Sequence[Rubric]) -> Choice | None:
+    """Make `product` fail `rubric` by the first candidate choice that works; the choice, or None."""
+    for choice in choices(product, rubric, task, pools, rng):
+        if apply(product, rubric, choice, task, keep):
+            return choice
+    return None
 
 
-def violate_attribute(product: Product, rubric: Rubric, task: Task, pools: ValuePools,
-                      rng: random.Random, keep: Sequence[Rubric]) -> bool:
-    """Another plausible value of the rubric's field (and the bullets say it), such that the rubric fails
-    and every other rubric on the same field still holds."""
+def _apply_attribute(product: Product, rubric: Rubric, value: str) -> bool:
+    """The new value under every key naming the field (the option stating the old one swapped, on a
+    multi-valued value), the brand's other places for Brand / Manufacturer, and the text said anew."""
     expected = str(rubric.expected_value)
-    key = detail_key(product.details, rubric.field)
-    brand_like = canonical(rubric.field) in ("Brand", "Manufacturer")
-    in_title = brand_like or canonical(rubric.field) == "Color"
-    for value in pools.values(product.main_category, rubric.field, rng, kin=kin_token(task))[:40]:
-        for title in ((True, False) if in_title else (False,)):
-            trial = copy.deepcopy(product)
-            if key is not None:
-                old = trial.details[key]
-                trial.details[key] = replace_option(old, expected, value) if isinstance(old, str) else value
-            if title:   # the title names the brand or color too (unless that changes another requirement)
-                trial.title = replace_phrase(trial.title, expected, value)
-            if brand_like:
-                _rebrand(trial, expected, value)
-            if satisfies(rubric, trial, task):   # a bullet still states the value: the bullets say the new one
-                rewrite_text(trial, expected, value, title=False)
-            if satisfies(rubric, trial, task) or not all(satisfies(r, trial, task) for r in keep):
-                continue
-            if _distinctive(expected):   # the description (which no rubric reads) says the new value too
-                trial.description = [replace_phrase(d, expected, value) for d in trial.description or []]
-            _copy_into(product, trial)
-            return True
-    return False
-
-
-def _distinctive(value: str) -> bool:
-    """Long enough, and not a bare number, to be replaced in prose without hitting unrelated words."""
-    text = normalize(value)
-    return len(text.replace(" ", "")) >= 4 and not text.replace(" ", "").replace(".", "").isdigit()
+    keys = twin_keys(product.details, rubric.field)
+    for key in keys:
+        old = product.details[key]
+        product.details[key] = replace_option(old, expected, value) if isinstance(old, str) else value
+    if canonical(rubric.field) in ("Brand", "Manufacturer"):
+        _rebrand(product, expected, value)
+    rewrite_stated(product, rubric.field, expected, value)
+    return True
 
 
 def _rebrand(product: Product, old: str, new: str) -> None:
@@ -92,41 +135,32 @@ def _rebrand(product: Product, old: str, new: str) -> None:
             product.details[key] = new
     if normalize(product.store) == normalize(old):
         product.store = new
+    product.title = replace_phrase(product.title, old, new)
 
 
-def violate_negative(product: Product, rubric: Rubric, task: Task, rng: random.Random,
-                     keep: Sequence[Rubric]) -> bool:
-    """One of the excluded values present."""
-    excluded = [v for v in rubric.expected_value if isinstance(v, str) and v.strip()]
-    key = detail_key(product.details, rubric.field)
-    if not excluded or key is None:
+def _apply_negative(product: Product, rubric: Rubric, shown: str) -> bool:
+    """One of the excluded values present (under every key naming the field)."""
+    keys = twin_keys(product.details, rubric.field)
+    if not keys:
         return False   # "[]" excludes nothing: only a missing field fails it, and the key set stays
-    rng.shuffle(excluded)
-    for value in excluded:
-        shown = value if not value.islower() else value.title()
-        trial = copy.deepcopy(product)
-        trial.details[key] = shown
-        if canonical(rubric.field) == "Brand":
-            _rebrand(trial, str(product.details.get(key)), shown)
-        if satisfies(rubric, trial, task) or not all(satisfies(r, trial, task) for r in keep):
-            continue
-        _copy_into(product, trial)
-        return True
-    return False
+    old = product.details[keys[0]]
+    for key in keys:
+        product.details[key] = shown
+    if canonical(rubric.field) == "Brand" and isinstance(old, str):
+        _rebrand(product, old, shown)
+    return True
 
 
-def violate_entity(product: Product, rubric: Rubric, task: Task, pools: ValuePools, rng: random.Random,
-                   keep: Sequence[Rubric]) -> bool:
-    """Another product line in the title: the entity's head noun swapped for a neighbouring one (every
-    occurrence, also in bullets and description), so no entity phrase of the rubric names the title; an
-    entity that is the brand's name becomes another brand."""
+def _entity_choices(product: Product, rubric: Rubric, pools: ValuePools, rng: random.Random
+                    ) -> Iterator[Choice]:
+    """Another product line in the title: the entity's head noun swapped for a neighbouring one; an entity
+    that is the brand's name becomes another brand."""
     phrases = entity_phrases(rubric)
     token_sets = [keyword_tokens(p) for p in phrases]
     common = [t for t in (token_sets[0] if token_sets else []) if all(t in ts for ts in token_sets)]
     candidates = list(reversed(common)) + [t for ts in token_sets for t in reversed(ts) if t not in common]
-    matcher = EntityMatcher(rubric)
-    for token in candidates:
-        own_brand = set(keyword_tokens(product.brand)) | set(keyword_tokens(product.store))
+    own_brand = set(keyword_tokens(product.brand)) | set(keyword_tokens(product.store))
+    for token in dict.fromkeys(candidates):
         if token in own_brand:
             swaps = [b for b in pools.values(product.main_category, "Brand", rng)
                      if token not in keyword_tokens(b)][:40]
@@ -134,24 +168,17 @@ def violate_entity(product: Product, rubric: Rubric, task: Task, pools: ValuePoo
             swaps = list(LINE_SWAPS.get(token, ())) or list(GENERIC_LINES)
         rng.shuffle(swaps)
         for swap in swaps:
-            if token in keyword_tokens(swap):
-                continue
-            trial = copy.deepcopy(product)
-            trial.title = swap_words(trial.title, token, swap)
-            trial.features = [swap_words(b, token, swap) for b in trial.features or []]
-            trial.description = [swap_words(d, token, swap) for d in trial.description or []]
-            if matcher.match(trial.title) is None and all(satisfies(r, trial, task) for r in keep):
-                _copy_into(product, trial)
-                return True
-    return False
+            if token not in keyword_tokens(swap):
+                yield Choice(rubric.id, (token, swap))
 
 
-def violate_store(product: Product, rubric: Rubric, pools: ValuePools, rng: random.Random) -> bool:
-    stores = [s for s in pools.stores if normalize(s) != normalize(rubric.expected_value)]
-    if not stores:
-        return False
-    product.store = rng.choice(stores)
-    return True
+def _apply_entity(product: Product, rubric: Rubric, token: str, swap: str) -> bool:
+    """Every occurrence of the line's word swapped (title, bullets, description): no entity phrase of the
+    rubric names the title."""
+    product.title = swap_words(product.title, token, swap)
+    product.features = [swap_words(b, token, swap) for b in product.features or []]
+    product.description = [swap_words(d, token, swap) for d in product.description or []]
+    return EntityMatcher(rubric).match(product.title) is None
 
 
 def _copy_into(product: Product, other: Product) -> None:
