@@ -5,7 +5,7 @@ from typing import Any
 
 from ecab.env.agent_protocol import Agent
 
-OFFLINE_KINDS = ("oracle", "heuristic", "random")
+OFFLINE_KINDS = ("oracle", "heuristic", "random", "query-only")
 LLM_KINDS = ("openai",)
 
 
@@ -30,10 +30,13 @@ def make_agent(model_cfg: Any, task, seed: int, budget: int = 100, *, chat=None)
         return OracleAgent(task)
     if kind == "heuristic":
         from ecab.agents.heuristic import HeuristicAgent
-        return HeuristicAgent(task, seed)
+        return HeuristicAgent(task, seed, budget=budget)
     if kind == "random":
         from ecab.agents.random_agent import RandomAgent
         return RandomAgent(task, seed)
+    if kind == "query-only":
+        from ecab.agents.query_only import QueryOnlyAgent
+        return QueryOnlyAgent(task, seed, budget)
     if kind == "openai":
         from ecab.agents.openai_agent import OpenAIAgent
         from ecab.llm.client import ChatClient

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -68,8 +69,8 @@ def _parsed_call(message: dict[str, Any]) -> tuple[str, dict | None, str]:
 class PlanState:
     """One conversation's heuristic plan and how far into the message list it has read."""
 
-    def __init__(self, user_query: str, seed: int = 0):
-        self._plan = HeuristicAgent(SimpleNamespace(user_query=user_query), seed).plan()
+    def __init__(self, user_query: str, seed: int = 0, budget: int = 100):
+        self._plan = HeuristicAgent(SimpleNamespace(user_query=user_query), seed, budget=budget).plan()
         self.pending: Call | None = next(self._plan)   # the call the plan wants to make next
         self.position = 2                               # messages [0, position) have been consumed
 
@@ -195,7 +196,7 @@ class HeuristicPolicy:
         state = self._resume(messages)
         if state is None:
             self.replays += 1
-            state = PlanState(_user_query(messages), self.seed)
+            state = PlanState(_user_query(messages), self.seed, _budget(messages))
         else:
             self.resumes += 1
         state.consume(messages)
@@ -234,6 +235,22 @@ def _user_query(messages: list[dict[str, Any]]) -> str:
                 return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
             return str(content or "")
     return ""
+
+
+# The heuristic scales its plan to the episode's budget; a chat request carries it only in the system prompt
+# (ecab/env/agent_protocol.py::SYSTEM_PROMPT_TEMPLATE: "You have a limited of {budget} steps").
+_BUDGET_IN_PROMPT = re.compile(r"limited of (\d+) steps")
+DEFAULT_BUDGET = 100
+
+
+def _budget(messages: list[dict[str, Any]]) -> int:
+    """The episode's budget as the system prompt states it; DEFAULT_BUDGET when it does not."""
+    for message in messages:
+        if message.get("role") == "system":
+            found = _BUDGET_IN_PROMPT.search(str(message.get("content") or ""))
+            if found:
+                return int(found.group(1))
+    return DEFAULT_BUDGET
 
 
 def new_call_id() -> str:
