@@ -55,3 +55,50 @@ class ScriptedAgent:
         self._calls += 1
         return AgentTurn(message=tool_call_message(f"call_{self._calls}", name, args,
                                                    thought=f"Thought: call {name}."))
+
+
+class SearchFusion:
+    """Search result pages fused by reciprocal rank: each hit adds `weight / (k + its 1-based rank)` to its
+    product's score (weight 0 records a page without ranking it), first-seen order breaks ties. The offline
+    agents search several phrasings and inspect the best-fused hits first."""
+
+    def __init__(self, k: int):
+        self.k = k
+        self.scores: dict[str, float] = {}
+        self.order: list[str] = []             # product ids in the order first seen
+        self.titles: dict[str, str] = {}       # product id -> the title its first hit showed
+
+    def take(self, result: Any, weight: float = 1.0) -> list[str]:
+        """Fuse one search_products result; returns its product ids in page order (malformed hits skipped)."""
+        hits = result.get("products") if isinstance(result, dict) else None
+        ids = []
+        for i, hit in enumerate(hits if isinstance(hits, list) else []):
+            pid = hit.get("product_id") if isinstance(hit, dict) else None
+            if not isinstance(pid, str) or not pid:
+                continue
+            ids.append(pid)
+            if pid not in self.titles:
+                self.titles[pid] = str(hit.get("title") or "")
+                self.order.append(pid)
+            self.scores[pid] = self.scores.get(pid, 0.0) + weight / (self.k + i + 1)
+        return ids
+
+    def fused(self) -> list[str]:
+        """Every product seen, best fused score first (a stable sort keeps first-seen order among ties)."""
+        return sorted(self.order, key=lambda p: -self.scores.get(p, 0.0))
+
+
+def read_review_stats(ids: list[str], batch: int, call, calls_left):
+    """A plan step (`stats = yield from read_review_stats(...)`): get_product_review_stats over `ids` in batches
+    of `batch`, through the agent's counting `call`, while `calls_left()` is positive; {product id: its row}."""
+    stats: dict[str, dict] = {}
+    for i in range(0, len(ids), batch):
+        if calls_left() < 1:
+            break
+        got = yield from call("get_product_review_stats", {"product_ids": ids[i:i + batch]})
+        rows = got.get("products") if isinstance(got, dict) else None
+        for row in rows if isinstance(rows, list) else []:
+            pid = row.get("product_id") if isinstance(row, dict) else None
+            if pid:
+                stats[str(pid)] = row
+    return stats

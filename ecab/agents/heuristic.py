@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ecab.agents.base import ScriptedAgent
+from ecab.agents.base import ScriptedAgent, SearchFusion, read_review_stats
 from ecab.core.text import compact, contains_phrase, normalize, options, phrase_matches_value, singular, value_text
 from ecab.env.tools import canonical_attribute
 from ecab.schema import Task
@@ -365,21 +365,8 @@ class HeuristicAgent(ScriptedAgent):
         req = Requirements(self.query, wanted, avoid, answers)
 
         # 3. Searches, fused by reciprocal rank.
-        ranks: dict[str, float] = {}
-        order: list[str] = []
-
-        def take(result, weight: float = 1.0) -> list[str]:
-            hits = result.get("products") if isinstance(result, dict) else None
-            got = []
-            for i, hit in enumerate(hits if isinstance(hits, list) else []):
-                pid = hit.get("product_id") if isinstance(hit, dict) else None
-                if not isinstance(pid, str) or not pid:
-                    continue
-                got.append(pid)
-                ranks[pid] = ranks.get(pid, 0.0) + weight / (RRF_K + i + 1)
-                if pid not in order:
-                    order.append(pid)
-            return got
+        hits = SearchFusion(RRF_K)
+        order, take = hits.order, hits.take
 
         searches = self.search_queries(wanted, answers)
         n_searches = max(1, min(MAX_SEARCHES, self.limit // 7))
@@ -413,12 +400,9 @@ class HeuristicAgent(ScriptedAgent):
                 if isinstance(product, dict):
                     products[pid] = product
 
-        def fused() -> list[str]:
-            return sorted(order, key=lambda p: (-ranks.get(p, 0.0), order.index(p)))
-
         family_reserve = FAMILY_PAGES if self.limit >= 30 else 0
         first = max(1, (self._left() - family_reserve) // 3)
-        yield from inspect(fused(), first)
+        yield from inspect(hits.fused(), first)
         if products and family_reserve:
             best = self.rank(products, {}, req, order)[0]
             title = str(products[best].get("title") or "")
@@ -433,24 +417,16 @@ class HeuristicAgent(ScriptedAgent):
                 if not got or (isinstance(total, int) and total <= (page + 1) * len(got)):
                     break
             yield from inspect(family, len(family))
-        yield from inspect(fused(), len(order))
+        yield from inspect(hits.fused(), len(order))
 
         # 5. Rating statistics, when a rating or rating-count requirement was stated.
         stats: dict[str, dict] = {}
         if req.needs_stats:
-            ids = list(products)
-            for i in range(0, len(ids), STATS_BATCH):
-                if self._left() < 1:
-                    break
-                got = yield from call("get_product_review_stats", {"product_ids": ids[i:i + STATS_BATCH]})
-                rows = got.get("products") if isinstance(got, dict) else None
-                for row in rows if isinstance(rows, list) else []:
-                    if isinstance(row, dict) and isinstance(row.get("product_id"), str):
-                        stats[row["product_id"]] = row
+            stats = yield from read_review_stats(list(products), STATS_BATCH, call, self._left)
 
         # 6. Score, check reviews for what the query wants them to say, recommend.
         if not products:
-            yield "recommend_product", {"product_id": fused()[0], "reasoning": "best search hit"}
+            yield "recommend_product", {"product_id": hits.fused()[0], "reasoning": "best search hit"}
             return
         scores = score_all(products, stats, req)
         ranked = sorted(scores, key=lambda pid: (-scores[pid], order.index(pid)))

@@ -26,7 +26,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from ecab.agents.base import ScriptedAgent
+from ecab.agents.base import ScriptedAgent, SearchFusion, read_review_stats
 from ecab.agents.heuristic import Constraints
 from ecab.core.text import keyword_tokens, normalize, singular
 from ecab.schema import Task
@@ -653,30 +653,12 @@ class QueryOnlyAgent(ScriptedAgent):
 
     def plan(self):
         q = Query.parse(self.query)
-        ranks: dict[str, float] = {}
-        titles: dict[str, str] = {}
-        order: list[str] = []
-
-        def take(result: Any, weight: float = 1.0) -> list[str]:
-            hits = result.get("products") if isinstance(result, dict) else None
-            ids = []
-            for i, hit in enumerate(hits if isinstance(hits, list) else []):
-                pid = hit.get("product_id") if isinstance(hit, dict) else None
-                if not isinstance(pid, str) or not pid:
-                    continue
-                ids.append(pid)
-                titles.setdefault(pid, str(hit.get("title") or ""))
-                ranks[pid] = ranks.get(pid, 0.0) + weight / (RRF_K + i + 1)
-                if pid not in order:
-                    order.append(pid)
-            return ids
+        hits = SearchFusion(RRF_K)
+        ranks, titles, take = hits.scores, hits.titles, hits.take
 
         def call(name: str, args: dict):
             self.used += 1
             return (yield name, args)
-
-        def fusion_order() -> list[str]:
-            return sorted(order, key=lambda p: (-ranks.get(p, 0.0), order.index(p)))
 
         def stats_calls(n: int) -> int:
             return -(-n // STATS_BATCH)
@@ -703,7 +685,7 @@ class QueryOnlyAgent(ScriptedAgent):
                 if isinstance(product, dict) and product.get("product_id"):
                     products[pid] = product
 
-        yield from inspect(fusion_order()[:FIRST_DETAILS], reserve=FAMILY_PAGES)
+        yield from inspect(hits.fused()[:FIRST_DETAILS], reserve=FAMILY_PAGES)
 
         # 3. The best-fitting listing's near-identical listings: search its title, inspect what comes back.
         if products and self._left() > FAMILY_PAGES + stats_calls(len(products)) + 1:
@@ -726,26 +708,17 @@ class QueryOnlyAgent(ScriptedAgent):
                 mine = set(keyword_tokens(anchor.title))
                 family_ids.sort(key=lambda p: _jaccard(mine, set(keyword_tokens(titles.get(p, "")))) < FAMILY_TITLE)
             yield from inspect(family_ids, reserve=0)
-            yield from inspect(fusion_order(), reserve=0)
+            yield from inspect(hits.fused(), reserve=0)
 
         # 4. Ratings and rating counts of everything inspected.
-        stats: dict[str, dict] = {}
-        ids = list(products)
-        for i in range(0, len(ids), STATS_BATCH):
-            if self._left() < 1:
-                break
-            got = yield from call("get_product_review_stats", {"product_ids": ids[i:i + STATS_BATCH]})
-            rows = got.get("products") if isinstance(got, dict) else None
-            for row in rows if isinstance(rows, list) else []:
-                if isinstance(row, dict) and row.get("product_id"):
-                    stats[str(row["product_id"])] = row
+        stats = yield from read_review_stats(list(products), STATS_BATCH, call, self._left)
 
         # 5. Score and recommend.
         listings = self._listings(products, ranks, stats)
         self.listings = {x.product_id: x for x in listings}
         best = choose(listings, q, self.weights, self.seed)
         if best is None:
-            fallback = fusion_order()
+            fallback = hits.fused()
             pid = fallback[0] if fallback else "NONE"
             yield "recommend_product", {"product_id": pid, "reasoning": "query-only: first search hit"}
             return

@@ -126,7 +126,8 @@ def verdict(summary: dict[str, Any] | None, learned: dict[str, Any] | None,
     best = (summary or {}).get("best_cue")
     ratio = best.get("x_chance") if best else None
     check("no cue > 2x chance", None if ratio is None else ratio <= CUE_MAX_RATIO + 1e-9,
-          f"best cue {best['cue']} {pct(best['accuracy'])} = {times(ratio)} chance" if best else "no cue")
+          f"best cue {best['cue']} {pct(best['accuracy'])} = {times(ratio)} chance, p {_p(best.get('p'))}, "
+          f"Bonferroni {_p(best.get('p_bonferroni'))}" if best else "no cue")
     heur = base.get("heuristic")
     check("heuristic - query-only >= 15 points",
           None if heur is None or qo is None else heur - qo >= HIDDEN_GAP_MIN - 1e-9,
