@@ -26,6 +26,11 @@ def last_tool_result(messages: list[dict[str, Any]]) -> dict[str, Any] | None:
     return None
 
 
+def tool_results_in(messages: list[dict[str, Any]]) -> int:
+    """The tool messages of a conversation: the tool calls the episode has executed (and charged)."""
+    return sum(1 for m in messages if m.get("role") == "tool")
+
+
 class ScriptedAgent:
     """Base for offline agents written as a plan of tool calls that may look at earlier results.
 
@@ -38,11 +43,31 @@ class ScriptedAgent:
     def __init__(self) -> None:
         self._plan = None
         self._calls = 0
+        # Tool calls the episode has executed so far (its tool messages): the budget counts these, and they can
+        # outnumber the plan's own calls when a turn failed (a malformed call still costs one).
+        self.calls_spent = 0
+        self.used = 0              # the plan's own calls (`call`)
+        self.limit = 0             # subclasses: calls the plan may make before recommend_product
+        self.budget = 100          # subclasses: the episode's budget of tool calls
+
+    def calls_left(self) -> int:
+        """Calls the plan may still make before recommending: its own limit less its calls, and never more than
+        the episode's budget still allows once as many calls again as have failed so far are kept back (a
+        run that met failures expects more, and must keep a call for its recommendation). Without failures,
+        or with room to spare, the plan is the same as a failure-free run's."""
+        failed = max(0, self.calls_spent - self.used)
+        return min(self.limit - self.used, self.budget - 1 - self.calls_spent - failed)
+
+    def call(self, name: str, args: dict):
+        """A plan step (`result = yield from self.call(...)`) that counts the plan's calls."""
+        self.used += 1
+        return (yield name, args)
 
     def plan(self):  # pragma: no cover - abstract
         raise NotImplementedError
 
     async def act(self, messages, tools) -> AgentTurn:
+        self.calls_spent = tool_results_in(messages)
         if self._plan is None:
             self._plan = self.plan()
             name, args = next(self._plan)

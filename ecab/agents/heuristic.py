@@ -337,21 +337,14 @@ class HeuristicAgent(ScriptedAgent):
         super().__init__()
         self.query = task.user_query or ""
         self.n_questions = questions
-        self.limit = max(0, min(int(budget) - 1, MAX_CALLS))    # calls before recommend_product
-        self.used = 0
-
-    def _left(self) -> int:
-        return self.limit - self.used
-
-    def _call(self, name: str, args: dict):
-        self.used += 1
-        return (yield name, args)
+        self.budget = int(budget)
+        self.limit = max(0, min(self.budget - 1, MAX_CALLS))    # calls before recommend_product
 
     def plan(self):
-        call = self._call
+        call = self.call
         # 1. The profile.
         requirements = {}
-        if self._left() > 0:
+        if self.calls_left() > 0:
             result = yield from call("get_user_profile", {})
             profile = result.get("profile") if isinstance(result, dict) else None
             requirements = (profile or {}).get("product_requirements") if isinstance(profile, dict) else None
@@ -371,7 +364,7 @@ class HeuristicAgent(ScriptedAgent):
         searches = self.search_queries(wanted, answers)
         n_searches = max(1, min(MAX_SEARCHES, self.limit // 7))
         for text in searches[:n_searches]:
-            if self._left() < 2:
+            if self.calls_left() < 2:
                 break
             take((yield from call("search_products", {"query": text})))
         if not order:
@@ -385,7 +378,7 @@ class HeuristicAgent(ScriptedAgent):
         def room(extra: int = 1) -> bool:
             n = len(products) + extra
             stats_calls = -(-n // STATS_BATCH) if req.needs_stats else 0
-            return self._left() - extra - stats_calls - reserve_reviews >= 0
+            return self.calls_left() - extra - stats_calls - reserve_reviews >= 0
 
         def inspect(pids, how_many: int):
             done = 0
@@ -401,7 +394,7 @@ class HeuristicAgent(ScriptedAgent):
                     products[pid] = product
 
         family_reserve = FAMILY_PAGES if self.limit >= 30 else 0
-        first = max(1, (self._left() - family_reserve) // 3)
+        first = max(1, (self.calls_left() - family_reserve) // 3)
         yield from inspect(hits.fused(), first)
         if products and family_reserve:
             best = self.rank(products, {}, req, order)[0]
@@ -422,7 +415,7 @@ class HeuristicAgent(ScriptedAgent):
         # 5. Rating statistics, when a rating or rating-count requirement was stated.
         stats: dict[str, dict] = {}
         if req.needs_stats:
-            stats = yield from read_review_stats(list(products), STATS_BATCH, call, self._left)
+            stats = yield from read_review_stats(list(products), STATS_BATCH, call, self.calls_left)
 
         # 6. Score, check reviews for what the query wants them to say, recommend.
         if not products:
@@ -434,7 +427,7 @@ class HeuristicAgent(ScriptedAgent):
         if phrases and reserve_reviews:
             for pid in ranked[:REVIEW_CHECKS]:
                 for phrase in phrases:
-                    if self._left() < 1:
+                    if self.calls_left() < 1:
                         break
                     found = yield from call("get_review_content", {"product_id": pid, "query": phrase})
                     reviews = found.get("reviews") if isinstance(found, dict) else None
@@ -448,9 +441,9 @@ class HeuristicAgent(ScriptedAgent):
         answers: list[str] = []
         asks = min(MAX_ASKS, max(1, self.limit // 7)) if self.limit > 2 else 0
         for question in QUESTIONS[: self.n_questions]:
-            while asks > 0 and self._left() > 2:
+            while asks > 0 and self.calls_left() > 2:
                 asks -= 1
-                reply = yield from self._call("ask_user", {"question": question})
+                reply = yield from self.call("ask_user", {"question": question})
                 reply = reply if isinstance(reply, dict) else {}
                 text = str(reply.get("user_response") or "")
                 if "asked too much" in text.lower():

@@ -643,22 +643,17 @@ class QueryOnlyAgent(ScriptedAgent):
         super().__init__()
         self.query = task.user_query or ""
         self.seed = seed
-        self.limit = max(0, min(int(budget) - 1, MAX_CALLS))   # calls before recommend_product
+        self.budget = int(budget)
+        self.limit = max(0, min(self.budget - 1, MAX_CALLS))   # calls before recommend_product
         self.weights = weights
         self.listings: dict[str, Listing] = {}    # what it inspected, kept for tests and measurements
-        self.used = 0
-
-    def _left(self) -> int:
-        return self.limit - self.used
 
     def plan(self):
         q = Query.parse(self.query)
         hits = SearchFusion(RRF_K)
         ranks, titles, take = hits.scores, hits.titles, hits.take
 
-        def call(name: str, args: dict):
-            self.used += 1
-            return (yield name, args)
+        call = self.call
 
         def stats_calls(n: int) -> int:
             return -(-n // STATS_BATCH)
@@ -666,7 +661,7 @@ class QueryOnlyAgent(ScriptedAgent):
         # 1. Search the query several ways (the first search is the query itself).
         searches = search_queries(self.query, q.terms)
         for k, text in enumerate(searches):
-            if self._left() < 1 or (k and self._left() <= 3):
+            if self.calls_left() < 1 or (k and self.calls_left() <= 3):
                 break
             result = yield from call("search_products", {"query": text})
             take(result)
@@ -678,7 +673,7 @@ class QueryOnlyAgent(ScriptedAgent):
             for pid in pids:
                 if pid in products or pid in self.listings:
                     continue
-                if self._left() - stats_calls(len(products) + 1) - reserve < 1:
+                if self.calls_left() - stats_calls(len(products) + 1) - reserve < 1:
                     return
                 detail = yield from call("get_product_details", {"product_id": pid})
                 product = detail.get("product") if isinstance(detail, dict) else None
@@ -688,14 +683,14 @@ class QueryOnlyAgent(ScriptedAgent):
         yield from inspect(hits.fused()[:FIRST_DETAILS], reserve=FAMILY_PAGES)
 
         # 3. The best-fitting listing's near-identical listings: search its title, inspect what comes back.
-        if products and self._left() > FAMILY_PAGES + stats_calls(len(products)) + 1:
+        if products and self.calls_left() > FAMILY_PAGES + stats_calls(len(products)) + 1:
             listings = self._listings(products, ranks, {})
             pre = score_listings(listings, q, self.weights, self.seed)
             anchor = pre[0][1] if pre else None
             family_ids: list[str] = []
             if anchor is not None and anchor.title:
                 for page in range(FAMILY_PAGES):
-                    if self._left() - stats_calls(len(products)) < 2:
+                    if self.calls_left() - stats_calls(len(products)) < 2:
                         break
                     # Not fused into the ranks: the rank cue is the query's own searches.
                     result = yield from call("search_products", {"query": anchor.title, "page": page})
@@ -711,7 +706,7 @@ class QueryOnlyAgent(ScriptedAgent):
             yield from inspect(hits.fused(), reserve=0)
 
         # 4. Ratings and rating counts of everything inspected.
-        stats = yield from read_review_stats(list(products), STATS_BATCH, call, self._left)
+        stats = yield from read_review_stats(list(products), STATS_BATCH, call, self.calls_left)
 
         # 5. Score and recommend.
         listings = self._listings(products, ranks, stats)

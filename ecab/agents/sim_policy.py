@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
+from ecab.agents.base import tool_results_in
 from ecab.agents.heuristic import HeuristicAgent
 from ecab.sim.policy import first_user_text
 from ecab.sim.server import FAULT_KINDS, SimConfig
@@ -70,7 +71,8 @@ class PlanState:
     """One conversation's heuristic plan and how far into the message list it has read."""
 
     def __init__(self, user_query: str, seed: int = 0, budget: int = 100):
-        self._plan = HeuristicAgent(SimpleNamespace(user_query=user_query), seed, budget=budget).plan()
+        self.agent = HeuristicAgent(SimpleNamespace(user_query=user_query), seed, budget=budget)
+        self._plan = self.agent.plan()
         self.pending: Call | None = next(self._plan)   # the call the plan wants to make next
         self.position = 2                               # messages [0, position) have been consumed
 
@@ -91,6 +93,9 @@ class PlanState:
                     result_index = _find_tool_result(messages, i + 1, call_id)
                     if result_index is None:   # the result is not in this request yet: stop before the call
                         break
+                    # What the episode had charged when this result came back, faults included, as the
+                    # agent run directly sees it (ScriptedAgent.act).
+                    self.agent.calls_spent = tool_results_in(messages[:result_index + 1])
                     self.advance(_json_or_none(messages[result_index].get("content")))
                     i = result_index
             i += 1
