@@ -150,6 +150,20 @@ def targets_catalog_of(tmp_path_factory, released_samples: Path, embedder, distr
 
 
 @pytest.fixture(scope="session")
+def released_tasks(released_samples):
+    """The released samples' tasks, read once."""
+    from ecab.schema import read_tasks
+
+    return read_tasks(released_samples)
+
+
+@pytest.fixture(scope="session")
+def released_targets_catalog(tmp_path_factory, embedder, released_samples):
+    """catalog=targets for the released samples with 300 synthetic distractors, built once per session."""
+    return targets_catalog_of(tmp_path_factory, released_samples, embedder, distractors=300)
+
+
+@pytest.fixture(scope="session")
 def small_catalog(tmp_path_factory, catalog_batches, embedder):
     """~400 synthetic products + the probes, one shard, default mode hybrid."""
     return _build(tmp_path_factory, "small", catalog_batches, embedder, shards=1)

@@ -4,14 +4,13 @@ reading, and its form-cue scoring on hand-made listings."""
 import asyncio
 
 import pytest
-from conftest import targets_catalog_of
 
 from ecab.agents import make_agent
 from ecab.agents.query_only import (Listing, Query, QueryOnlyAgent, choose, families, family_cues, head_phrase,
                                     negative_phrases, structure_cost, _key_values)
 from ecab.env.episode import EpisodeSettings, run_episode
 from ecab.env.tools import ToolBox
-from ecab.schema import Task, read_tasks
+from ecab.schema import Task
 
 HIDDEN_TOOLS = {"get_user_profile", "ask_user"}
 
@@ -19,16 +18,6 @@ HIDDEN_TOOLS = {"get_user_profile", "ask_user"}
 # ---------------------------------------------------------------------------------------------------------
 # Real episodes
 # ---------------------------------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def real_tasks(released_samples):
-    return read_tasks(released_samples)
-
-
-@pytest.fixture(scope="module")
-def targets_catalog(tmp_path_factory, embedder, released_samples):
-    return targets_catalog_of(tmp_path_factory, released_samples, embedder, distractors=300)
-
 
 def run(task, catalog, budget):
     agent = make_agent({"name": "query-only", "kind": "query-only"}, task, seed=0, budget=budget)
@@ -38,10 +27,10 @@ def run(task, catalog, budget):
 
 
 @pytest.mark.parametrize("budget", [100, 12, 2, 1])
-def test_real_episodes_never_read_hidden_information_and_recommend_within_budget(real_tasks, targets_catalog,
+def test_real_episodes_never_read_hidden_information_and_recommend_within_budget(released_tasks, released_targets_catalog,
                                                                                    budget):
-    for task in real_tasks[:6]:
-        agent, traj = run(task, targets_catalog, budget)
+    for task in released_tasks[:6]:
+        agent, traj = run(task, released_targets_catalog, budget)
         tools = [s.tool for s in traj.steps]
         assert isinstance(agent, QueryOnlyAgent)
         assert not HIDDEN_TOOLS & set(tools), (task.id, tools)
@@ -56,9 +45,9 @@ def test_real_episodes_never_read_hidden_information_and_recommend_within_budget
             assert 30 <= traj.total_tool_calls <= 61 and len(agent.listings) >= 25
 
 
-def test_real_episodes_are_deterministic(real_tasks, targets_catalog):
-    task = real_tasks[1]
-    first, second = run(task, targets_catalog, 100)[1], run(task, targets_catalog, 100)[1]
+def test_real_episodes_are_deterministic(released_tasks, released_targets_catalog):
+    task = released_tasks[1]
+    first, second = run(task, released_targets_catalog, 100)[1], run(task, released_targets_catalog, 100)[1]
     assert first.predicted_product_id == second.predicted_product_id
     assert [s.arguments for s in first.steps] == [s.arguments for s in second.steps]
 

@@ -4,7 +4,6 @@ import asyncio
 import json
 
 import pytest
-from conftest import targets_catalog_of
 
 from ecab.agents import make_agent
 from ecab.env.agent_protocol import AgentError, AgentTurn, InfraError
@@ -13,18 +12,17 @@ from ecab.env.episode import MULTI_CALL_ERROR, NO_TOOL_REMINDER, EpisodeSettings
 from ecab.env.tools import ToolBox
 from ecab.judge.rules import RulesJudge
 from ecab.catalog.review_match import ReviewChecker
-from ecab.schema import read_tasks
 
 
 @pytest.fixture(scope="module")
-def real_tasks(released_samples):
-    return read_tasks(released_samples)
+def real_tasks(released_tasks):
+    return released_tasks
 
 
 @pytest.fixture(scope="module")
-def targets_catalog(tmp_path_factory, embedder, released_samples):
-    """catalog=targets for the released samples: their targets plus 300 synthetic distractors, in LanceDB."""
-    return targets_catalog_of(tmp_path_factory, released_samples, embedder, distractors=300)
+def targets_catalog(released_targets_catalog):
+    """The released samples' targets plus 300 synthetic distractors, in LanceDB (built once: conftest)."""
+    return released_targets_catalog
 
 
 class ReplayAgent:
