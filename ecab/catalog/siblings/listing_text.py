@@ -77,14 +77,6 @@ def swap_words(text: str, token: str, replacement: str) -> str:
     return re.sub(rf"[{_WORD_CHARS}]+", sub, text or "")
 
 
-def rewrite_text(product: Product, old: str, new: str, *, title: bool) -> None:
-    """Say `new` where the listing said `old`: bullets and description (and the title when asked)."""
-    product.features = [replace_phrase(b, old, new) for b in product.features or []]
-    product.description = [replace_phrase(d, old, new) for d in product.description or []]
-    if title:
-        product.title = replace_phrase(product.title, old, new)
-
-
 def rewrite_stated(product: Product, field_name: str, old: str, new: str) -> None:
     """Say `new` in every text segment (title, bullets, description) that states `old` for the field
     (`checks.states_value`): a listing whose details changed does not keep saying the old value."""
