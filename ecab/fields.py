@@ -62,6 +62,28 @@ IMPLICIT_ELIGIBLE_FIELDS = frozenset([
     "Pattern", "Mounting Type", "Operating System", "RAM", "Hard Drive", "Processor", "Wireless Type",
     "Lens Type", "Power Source", "Recommended Uses For Product", "Ink Color"])
 
+# The fields an intent may hide in the persona or in the clarification script (docs/original-harness.md §5.3);
+# each intent drops or moves a few (ecab/construct/intents.py).
+BASE_PERSONA_FIELDS = (
+    "Brand", "Color", "Material", "Style", "Size", "Skin Type", "Hair Type", "Item Form", "Scent", "Form Factor",
+    "Shell Type", "Compatible Devices", "Compatible Phone Models", "Operating System", "RAM", "Hard Drive",
+    "Processor", "Wireless Type", "Memory Storage Capacity", "Lens Type", "Water Resistance Level",
+    "Power Source")
+
+BASE_CLARIFICATION_FIELDS = (
+    "Special Feature", "Material Feature", "Product Benefits", "Finish Type", "Recommended Uses For Product",
+    "Connectivity Technology", "Connector Type", "Pattern", "Mounting Type", "Screen Size",
+    "Graphics Coprocessor", "Computer Memory Type", "Hardware Platform", "Video Capture Resolution", "Ink Color",
+    "Shape", "Closure", "Point Type", "average_rating", "rating_number", "price")
+
+# The detail fields EVERY intent may hide in the persona (resp. the clarification script): the synthetic
+# generator's product lines vary in them (docs/decisions.md#adversaries), so that whichever intent a task
+# gets, its hidden requirements are the line's axes. Brand is left out: a line is one brand's.
+HIDEABLE_PERSONA_FIELDS = frozenset(BASE_PERSONA_FIELDS) - {
+    "Brand", "Item Form", "Scent", "Compatible Phone Models", "Hard Drive", "Memory Storage Capacity"}
+HIDEABLE_CLARIFICATION_FIELDS = frozenset(BASE_CLARIFICATION_FIELDS) - {
+    "Hardware Platform", "average_rating", "rating_number", "price"}
+
 RATING_NUMBER_BUCKETS = [10, 20, 50, 100, 200, 500, 1000, 2000, 5000]
 PRICE_BUCKETS = [5, 10, 15, 20, 25, 30, 40, 50, 75, 100, 150, 200, 300, 500, 1000]
 

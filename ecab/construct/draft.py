@@ -31,6 +31,9 @@ class Feature:
     rubric_text: str = ""          # "The recommended product's Color should be/contain 'Black'"
     negative: bool = False         # becomes negative_attribute with expected_value = excluded values
     source_review_id: Any = None   # review_opinion: the review it was taken from
+    # Whether some other catalog product satisfies every other requirement and fails this one (select.py);
+    # None before the audit. An unwitnessed feature can only go to the query (partition.py).
+    witnessed: bool | None = None
 
     @property
     def detail_key(self) -> str | None:

@@ -6,19 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ecab.fields import INTENTS, MIN_IMPLICIT_COUNT_BY_INTENT
-
-BASE_PERSONA_FIELDS = (
-    "Brand", "Color", "Material", "Style", "Size", "Skin Type", "Hair Type", "Item Form", "Scent", "Form Factor",
-    "Shell Type", "Compatible Devices", "Compatible Phone Models", "Operating System", "RAM", "Hard Drive",
-    "Processor", "Wireless Type", "Memory Storage Capacity", "Lens Type", "Water Resistance Level",
-    "Power Source")
-
-BASE_CLARIFICATION_FIELDS = (
-    "Special Feature", "Material Feature", "Product Benefits", "Finish Type", "Recommended Uses For Product",
-    "Connectivity Technology", "Connector Type", "Pattern", "Mounting Type", "Screen Size",
-    "Graphics Coprocessor", "Computer Memory Type", "Hardware Platform", "Video Capture Resolution", "Ink Color",
-    "Shape", "Closure", "Point Type", "average_rating", "rating_number", "price")
+from ecab.fields import (BASE_CLARIFICATION_FIELDS, BASE_PERSONA_FIELDS, HIDEABLE_CLARIFICATION_FIELDS,
+                         HIDEABLE_PERSONA_FIELDS, INTENTS, MIN_IMPLICIT_COUNT_BY_INTENT)
 
 ALL_OPENING_STYLES = ("problem-first", "context-first", "direct-request", "question-first")
 
@@ -122,6 +111,10 @@ def _build() -> dict[str, Intent]:
             intent.sampling, min_implicit_eligible=MIN_IMPLICIT_COUNT_BY_INTENT.get(intent.id, 1)))
         assert not intent.persona_fields & intent.clarification_fields, intent.id
         assert intent.min_implicit == MIN_IMPLICIT_COUNT_BY_INTENT[intent.id], intent.id
+        # The generator's product lines vary in these fields (ecab/catalog/synthetic/lines.py): every intent
+        # must be able to hide them, persona ones in the persona, clarification ones in the clarification.
+        assert HIDEABLE_PERSONA_FIELDS <= intent.persona_fields, intent.id
+        assert HIDEABLE_CLARIFICATION_FIELDS <= intent.clarification_fields, intent.id
         table[intent.id] = intent
     assert list(table) == INTENTS
     return table

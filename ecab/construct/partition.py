@@ -3,7 +3,8 @@
 Persona gets max(2, floor(P x 0.25)) features, clarification the same, the query the rest (at least 4),
 where P counts the features that may move. Review opinions and budget stay in the query, and so does any
 feature whose value is spelled in the title (the title's entity phrase is in the query, so the value
-could not be hidden). Negatives are always persona-eligible.
+could not be hidden) and any feature no other product fails alone (select.py: a hidden requirement must
+matter). Negatives are always persona-eligible.
 
 Deliberate difference from the original: an unselected "both" feature goes to the query once (the
 original appended it twice).
@@ -39,7 +40,7 @@ def bare_field(feature: Feature) -> str:
 
 
 def is_fixed_to_query(feature: Feature, title_norm: str) -> bool:
-    if feature.type in ALWAYS_QUERY_TYPES:
+    if feature.type in ALWAYS_QUERY_TYPES or feature.witnessed is False:
         return True
     value = normalize_text(feature.value)
     return len(value) > 2 and value in title_norm

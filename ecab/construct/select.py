@@ -1,24 +1,25 @@
-"""Stage 3b: keep only features that matter (issue 15; docs/architecture.md §4).
+"""Stage 3b: which features may be hidden (issues 15 and 27; docs/architecture.md §4, docs/decisions.md#adversaries).
 
 A requirement matters when the agent cannot skip it: some product other than the target satisfies every
-other requirement of the task and fails that one (it is *load-bearing*, ecab/construct/load_bearing.py). After
-extraction (and the voucher, the negatives and the review opinions), this stage audits the candidate's
-features as rubrics over the target's main category, with the entity and budget rubrics the task will carry,
-and drops the features that are not load-bearing one at a time (numeric floors first, negatives last), auditing
-again after each drop (verdicts are memoised, so a re-audit is cheap): a dropped feature had no witness, so no
-product starts to satisfy every rubric (the task stays exactly as unique), and other features can only gain
-witnesses.
+other requirement of the task and fails that one (it is *load-bearing*, ecab/construct/load_bearing.py; that
+product is its WITNESS). After extraction (and the voucher, the negatives and the review opinions), this stage
+audits the candidate's features as rubrics over the products naming the target's entity, with the entity and
+budget rubrics the task will carry, and marks each feature witnessed or not. Only witnessed features may be
+hidden (the partition sends the rest to the query), so every persona and clarification requirement matters.
+A candidate is skipped when fewer than MIN_PERSONA + MIN_CLARIFICATION features are witnessed, or, for
+negative_constraint, no negative is.
 
-The intent's own features stay, load-bearing or not: review opinions (review_driven) and the rating and
-rating-count floors (rating_quality); they go to the query, whose share of load-bearing rubrics the validator
-checks. The candidate is skipped when fewer than `min_features` features are left that bear or are review
-opinions (the partition counts opinions as features too), or, for negative_constraint, no load-bearing
-negative. Review opinions are judged
-here by the review judge's lexical check alone (a review sentence contains the opinion): a product it
-passes truly passes, so a witness found here is one; embedding every neighbour's reviews for each candidate
-would cost too much. The validator's final audit judges them fully (validate.check_validity). A review
-opinion or budget rubric without a witness here has none there either (the full judge only passes more
-products), which `Selection.idle_query` counts so that a query bound to fail the gate is not written.
+Nothing is dropped: a feature without a witness still narrows the query to the target's product line. (Issue
+15 dropped such features so that the query's requirements would matter too; on the generator's old product
+lines that left the target as the one listing with a witness for every requirement, and an attacker reading
+no hidden information found it by its neighbourhood. Issue 27; the lines are now factorial,
+ecab/catalog/synthetic/lines.py.)
+
+Review opinions are judged here by the review judge's lexical check alone (a review sentence contains the
+opinion): a product it passes truly passes, so a witness found here is one; embedding every neighbour's
+reviews for each candidate would cost too much. The validator's final audit judges them fully
+(validate.check_validity). A review opinion or budget rubric without a witness here has none there either
+(the full judge only passes more products), which `Selection.idle_query` counts.
 
 The same rule for every catalog source: it reads products through the catalog interface only.
 """
@@ -31,17 +32,11 @@ from ecab.construct.category_products import category_products
 from ecab.construct.draft import Draft, Feature
 from ecab.construct.intents import get_intent
 from ecab.construct.load_bearing import VerdictMemo, audit_products, construction_memo
+from ecab.construct.partition import ALWAYS_QUERY_TYPES, MIN_CLARIFICATION, MIN_PERSONA
 from ecab.construct.rubrics import choose_entity, entity_rubric, make_rubric
 from ecab.core.rubric_checks import EntityMatcher
 from ecab.core.text import contains_phrase, normalize
 from ecab.schema import Review, Rubric
-
-REQUIRED_FIELDS = {"rating_quality": ("average_rating", "rating_number")}
-
-
-# When several features have no witness, which to drop first: the optional numeric floors and caps, then
-# plain attributes, negatives last (the negative_constraint intent needs one); among equals the later one.
-_DROP_ORDER = {"numeric_range": 0, "attribute_match": 1, "negative_attribute": 2}
 
 
 class LexicalReviews:
@@ -78,19 +73,9 @@ class NotLoadBearing(ValueError):
 
 @dataclass
 class Selection:
-    features: list[Feature]
-    dropped: list[str]           # fields of the dropped features, in drop order
-    audits: int                  # audits run (1 + drops)
-    idle_query: int = 0          # kept review opinions and the budget rubric without a witness here: the
-                                 # validator's audit cannot find one either (the entity is not judged here)
-
-
-def _protected(feature: Feature, intent: str) -> bool:
-    return feature.type == "review_opinion" or feature.field in REQUIRED_FIELDS.get(intent, ())
-
-
-def probe_type(feature: Feature) -> str:
-    return "negative_attribute" if feature.negative else feature.type
+    features: list[Feature]      # every feature, each marked `witnessed`
+    idle_query: int = 0          # rubrics without a witness here (they go to the query): the validator's
+                                 # audit cannot find one either (the entity is not judged here)
 
 
 _ENTITY_PRODUCTS: dict[tuple, list] = {}
@@ -125,57 +110,32 @@ def probe_rubrics(draft: Draft, features: list[Feature], knowledge) -> list[Rubr
 
 
 def select_load_bearing(draft: Draft, features: list[Feature], catalog, knowledge, *,
-                        min_features: int = 8, memo: VerdictMemo | None = None) -> Selection:
-    """The load-bearing subset of `features` (see the module docstring); raises NotLoadBearing."""
+                        min_features: int = 8, min_witnessed: int = MIN_PERSONA + MIN_CLARIFICATION,
+                        memo: VerdictMemo | None = None) -> Selection:
+    """`features`, each marked witnessed or not (see the module docstring); raises NotLoadBearing."""
     intent = get_intent(draft.intent).id
     product = draft.product
     draft.entity = entity = draft.entity or choose_entity(product, knowledge)
     products = entity_products(catalog, product, entity)
     memo = memo or construction_memo(catalog)
-    reviews = _LEXICAL
 
     def reviews_of(pid: str) -> list[Review]:
         return draft.reviews if pid == product.product_id and draft.reviews else catalog.get_reviews(pid)
 
-    def run(features: list[Feature]):
-        nonlocal audits
-        audits += 1
-        return audit_products(probe_rubrics(draft, features, knowledge), product, products,
-                              voucher=draft.voucher, reviews_of=reviews_of, review_checker=reviews,
-                              include_reviews=True, memo=memo)
-
-    def idle_of(features: list[Feature], audit) -> list[int]:
-        return [i for i, row in enumerate(audit.rubrics[:len(features)])
-                if row.load_bearing is False and not _protected(features[i], intent)]
-
-    kept, dropped, audits = list(features), [], 0
-    audit = run(kept)
-    while idle := idle_of(kept, audit):
-        # Every idle feature at once, kept only if no product came to satisfy every rubric (one failing
-        # two idle features only would); else one at a time.
-        batch = [f for i, f in enumerate(kept) if i not in idle]
-        trial = run(batch) if len(idle) > 1 else None
-        if trial is not None and trial.match_all == audit.match_all:
-            dropped += [kept[i].field for i in idle]
-            kept, audit = batch, trial
-            continue
-        drop = min(idle, key=lambda i: (_DROP_ORDER.get(probe_type(kept[i]), 3), -i))
-        dropped.append(kept[drop].field)
-        del kept[drop]
-        audit = run(kept)
-    if intent == "negative_constraint" and not any(f.negative for f in kept):
+    audit = audit_products(probe_rubrics(draft, features, knowledge), product, products,
+                           voucher=draft.voucher, reviews_of=reviews_of, review_checker=_LEXICAL,
+                           include_reviews=True, memo=memo)
+    for feature, row in zip(features, audit.rubrics):
+        feature.witnessed = row.load_bearing is not False
+    hideable = [f for f in features if f.witnessed and f.type not in ALWAYS_QUERY_TYPES]
+    if intent == "negative_constraint" and not any(f.negative and f.witnessed for f in features):
         raise NotLoadBearing("no negative constraint is load-bearing")
-    # Review opinions count as features, as in the partition's minimums, whether or not they bear.
-    plain = [f for f in kept if f.type != "review_opinion"]
-    idle = [f.field for f in plain if not _bearing(audit, kept, f)]
-    if len(kept) - len(idle) < min_features:
-        raise NotLoadBearing(f"only {len(kept) - len(idle)} load-bearing features (need {min_features}); "
-                             f"dropped {', '.join(dropped) or 'none'}"
-                             + (f"; {', '.join(idle)} required by {intent} but not load-bearing" if idle else ""))
-    # Whatever is kept without a witness (the intent's own features, the budget) goes to the query.
+    if len(hideable) < min_witnessed:
+        raise NotLoadBearing(f"only {len(hideable)} features have a witness (need {min_witnessed} to hide)")
+    if len(features) < min_features:
+        raise NotLoadBearing(f"only {len(features)} features (need {min_features})")
+    # Whatever has no witness (the budget, unwitnessed features and opinions) goes to the query.
     idle_query = sum(1 for row in audit.rubrics if row.load_bearing is False and row.type != "entity_match")
-    return Selection(kept, dropped, audits, idle_query)
+    return Selection(list(features), idle_query)
 
 
-def _bearing(audit, kept: list[Feature], feature: Feature) -> bool:
-    return audit.rubrics[kept.index(feature)].load_bearing is not False

@@ -19,7 +19,7 @@ class Settings:
     seed: int = 0
     n_per_intent: int = 25
     intents: tuple[str, ...] = tuple(INTENTS)
-    max_matches: int = 3
+    max_matches: int = 1
     workers: int = 2
     max_attempts: int = 3
     verbalizer: str = "template"
@@ -28,11 +28,11 @@ class Settings:
     llm: Any = None
     min_category_size: int = DEFAULT_MIN_CATEGORY_SIZE
     max_candidates: int | None = None     # cap on candidates tried per intent (None: the whole pool)
-    # Hidden intent must matter (issue 15; validate.Gate): keep only load-bearing features, then accept a task
-    # only when these shares of its rubrics are load-bearing and its query alone matches this many products.
+    # Hidden intent must matter (issues 15, 27; validate.Gate): hide only load-bearing features, then accept a
+    # task only when these shares of its rubrics are load-bearing and its query alone matches this many products.
     load_bearing_only: bool = True
     min_hidden_load_bearing: float = 1.0
-    min_query_load_bearing: float = 0.8
+    min_query_load_bearing: float = 0.0
     min_query_matches: int = 5
 
     @classmethod
@@ -52,7 +52,7 @@ class Settings:
             from ecab.construct.llm_verbalizer import resolve
             llm = resolve(get("llm", None))
         shares = {}
-        for key, default in (("min_hidden_load_bearing", 1.0), ("min_query_load_bearing", 0.8)):
+        for key, default in (("min_hidden_load_bearing", 1.0), ("min_query_load_bearing", 0.0)):
             shares[key] = float(get(key, default))
             if not 0.0 <= shares[key] <= 1.0:
                 raise ValueError(f"construct.{key} must be within [0, 1], got {shares[key]}")
@@ -60,7 +60,7 @@ class Settings:
         if min_query_matches < 0:
             raise ValueError(f"construct.min_query_matches must be >= 0, got {min_query_matches}")
         return cls(seed=int(get("seed", 0)), n_per_intent=n, intents=intents,
-                   max_matches=int(get("max_matches", 3)), workers=max(1, int(get("workers", 2))),
+                   max_matches=int(get("max_matches", 1)), workers=max(1, int(get("workers", 2))),
                    max_attempts=max(1, int(get("max_attempts", 3))), verbalizer=verbalizer, llm=llm,
                    min_category_size=int(get("min_category_size", DEFAULT_MIN_CATEGORY_SIZE)),
                    max_candidates=None if get("max_candidates", None) is None else int(get("max_candidates")),

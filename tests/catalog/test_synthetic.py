@@ -1,9 +1,11 @@
 """The synthetic catalog: deterministic, streamed, shaped like Amazon metadata, and hard (near-duplicate
-families, messy values, review opinions that tell family members apart)."""
+families, product lines that list every combination of a few hidden specs with nothing singling one listing
+out, messy values, review opinions that tell plain family members apart)."""
 from __future__ import annotations
 
 import collections
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -17,9 +19,11 @@ from ecab.catalog import synthetic
 from ecab.catalog.synthetic import (GENERIC_OPINIONS, MAIN_CATEGORIES, OPINIONS_BY_TYPE, PRODUCT_TYPES,
                                     SOURCE_CATEGORIES, SYNTHETIC_VERSION, all_opinions, iter_synthetic,
                                     product_type_of)
-from ecab.catalog.synthetic.families import iter_families
-from ecab.fields import (DETAIL_FIELDS, FIELD_NAME_ALIASES, IMPLICIT_ELIGIBLE_FIELDS, MULTI_OPTION_FIELDS,
-                         lookup_detail)
+from ecab.catalog.synthetic.families import LINE_MIN_RATINGS, iter_families
+from ecab.catalog.synthetic.numbers import count_bucket, half_star_floor
+from ecab.catalog.synthetic.text import PLACEHOLDER, phrase_in, value_options
+from ecab.fields import (DETAIL_FIELDS, FIELD_NAME_ALIASES, HIDEABLE_CLARIFICATION_FIELDS, HIDEABLE_PERSONA_FIELDS,
+                         IMPLICIT_ELIGIBLE_FIELDS, MULTI_OPTION_FIELDS, lookup_detail)
 from ecab.schema import Product, Review
 
 REPO = Path(__file__).resolve().parents[2]
@@ -66,6 +70,18 @@ def families(catalog):
         out.append((family, products[start:start + family.size]))
         start += family.size
     return out
+
+
+LINE_SIZE = 32                # a product line: 2 primary values x 2**4 cube configurations
+
+
+def _complete_lines(families):
+    """The product lines whose every listing is in the catalog (the last family may be cut short)."""
+    return [(f, m) for f, m in families if f.is_line and len(m) == f.size]
+
+
+def _axes(family) -> tuple[str, ...]:
+    return (family.primary, *family.cube_keys)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -229,19 +245,28 @@ def test_aliases_and_messy_values_appear(catalog):
 
 def test_titles_name_the_entity_and_vary_in_length(catalog, families):
     products = catalog[0]
-    unnamed = 0
-    for family, members in families:
-        for spec, p in zip(family.members, members):
-            ptype = product_type_of(p)
-            assert ptype is not None
-            named = " ".join(re.findall(r"[a-z0-9]+", ptype.entity.lower())) in \
-                " ".join(re.findall(r"[a-z0-9]+", p.title.lower()))
-            # Only a re-listing by a seller who words the title differently leaves the product type out.
-            assert named or spec.aspect == "title", (ptype.entity, p.title)
-            unnamed += not named
-    assert 0 < unnamed < 0.1 * len(products)
+    for p in products:
+        ptype = product_type_of(p)
+        assert ptype is not None
+        assert " ".join(re.findall(r"[a-z0-9]+", ptype.entity.lower())) in \
+            " ".join(re.findall(r"[a-z0-9]+", p.title.lower())), (ptype.entity, p.title)
     lengths = [len(p.title) for p in products]
     assert min(lengths) < 40 and max(lengths) > 120
+    # A line's titles never name its cube keys' values (a task hides them): the title plan has no placeholder
+    # of a cube key, so the listings of one primary value (a task's query matches) share one title whatever
+    # their configuration. (A title may still spell a cube value by chance, through fixed wording or another
+    # key's value, "Fluorescent Assorted" ink with "Assorted" color: then all of those listings' titles do.)
+    lines = _complete_lines(families)
+    assert lines
+    named_primary = 0
+    for family, members in lines:
+        assert not {k for seg in family.title_segments for k in PLACEHOLDER.findall(seg)} & set(family.cube_keys)
+        titles = collections.defaultdict(set)
+        for spec, p in zip(family.members, members):
+            titles[spec.values[family.primary]].add(p.title)
+        assert len(titles) == 2 and all(len(t) == 1 for t in titles.values()), (family.index, dict(titles))
+        named_primary += len({p.title for p in members}) == 2
+    assert named_primary > 0.5 * len(lines), "most lines name the primary value in the title"
 
 
 def test_products_and_reviews_round_trip(catalog):
@@ -264,14 +289,21 @@ def _canonical_details(p: Product) -> dict:
 def test_families_are_near_duplicates(families):
     multi = [(f, members) for f, members in families if len(members) >= 2]
     assert sum(len(m) for _, m in multi) / sum(len(m) for _, m in families) > 0.7
-    assert any(len(m) >= 5 for _, m in multi)
+    assert any(len(m) >= 5 for f, m in multi if not f.is_line)
     for family, members in multi:
-        if family.anchor is not None:
-            continue          # product lines: test_product_lines_are_variant_families
         assert len({product_type_of(p).key for p in members}) == 1
         assert len({p.details["Brand"] if "Brand" in p.details else None for p in members}) == 1
         assert len({p.store for p in members}) == 1
         base = members[0]
+        if family.is_line:
+            # A line's listings share every detail value but the axes' (test_product_lines_are_factorial).
+            axes = set(_axes(family))
+            a = _canonical_details(base)
+            for other in members[1:]:
+                b = _canonical_details(other)
+                differing = {k for k in DETAIL_FIELDS if a[k] != b[k]}
+                assert differing and differing <= axes, (family.index, differing - axes)
+            continue
         for other in members[1:]:
             a, b = _canonical_details(base), _canonical_details(other)
             differing = [k for k in DETAIL_FIELDS if a[k] != b[k]]
@@ -281,55 +313,49 @@ def test_families_are_near_duplicates(families):
             assert len(ta & tb) / min(len(ta), len(tb)) >= 0.5, (base.title, other.title)
 
 
-def test_product_lines_are_variant_families(families, reviews_by_product):
-    """A product line as real listings have it (issue 15): one line sold in several values of its primary
-    axis (colors, sizes, pack counts...), one listing per other spec it also comes in (material,
-    connector...), sometimes the same item under another brand, and re-listings by other sellers; every
-    listing with its own price, rating statistics and reviews. A variant or spec listing differs from the
-    anchor in exactly that detail (so a requirement on it rules the listing out) and stays within the
-    anchor's price, half-star and rating-count brackets; a re-listing has the anchor's details and leaves
-    them in exactly one number (or in the title's wording)."""
-    from ecab.construct.extract import price_cap, rating_number_threshold, rating_threshold
-    from ecab.core.text import contains_phrase, normalize
+def test_product_lines_are_factorial(families, reviews_by_product):
+    """A product line (lines.py) is one item listed in every combination of its primary axis and four cube
+    keys (two persona-hideable, two clarification-hideable), two single-option values each, every
+    combination exactly once; its listings share the line's price, half star and rating-count bucket (the
+    brackets construction draws its thresholds from, extract.py), so only the hidden specs tell them apart."""
+    from ecab.construct.extract import rating_number_threshold, rating_threshold
 
-    lines = [(f, m) for f, m in families if f.anchor is not None and len(m) == f.size]
-    assert len(lines) > 0.5 * len(families)
-    kinds = collections.Counter(spec.kind for f, _ in lines for spec in f.members)
-    assert kinds["variant"] >= len(lines) and kinds["leaf"] >= 4 * len(lines) and kinds["clone"] and kinds["dup"]
-    spec_keys = collections.Counter(spec.key for f, _ in lines for spec in f.members if spec.kind == "leaf")
-    assert {"Color", "Material", "Connector Type", "Number of Items", "Size"} <= set(spec_keys) | {
-        f.primary for f, _ in lines}
-    differing_numbers = 0
+    assert all(f.size == LINE_SIZE for f, _ in families if f.is_line)
+    assert all({spec.kind for spec in f.members} == {"cube" if f.is_line else "simple"} for f, _ in families)
+    lines = _complete_lines(families)
+    assert len(lines) >= 10
+    assert sum(len(m) for _, m in lines) > 0.5 * sum(len(m) for _, m in families)
+    axis_pairs = exclusive = 0
     for family, members in lines:
-        anchor = members[family.anchor]
-        a = _canonical_details(anchor)
-        # The brackets construction draws its thresholds from (extract.py).
-        cap = price_cap(anchor.price) if anchor.price else None
-        floor = rating_threshold(anchor.average_rating)
-        bucket = rating_number_threshold(anchor.rating_number) or 0
-        for spec, p in zip(family.members, members):
-            if p is anchor:
-                continue
-            b = _canonical_details(p)
-            # A drifted listing lists one more option on multi-valued specs it shares with the anchor: every
-            # requirement on the anchor's value still holds there (the value still contains it).
-            widened = [k for k in DETAIL_FIELDS if a[k] != b[k] and a[k] and str(b[k]).startswith(f"{a[k]}, ")]
-            assert not widened or spec.drifted, (spec.kind, widened)
-            differing = [k for k in DETAIL_FIELDS if a[k] != b[k] and k not in widened]
-            expected = {"variant": [family.primary], "leaf": [spec.key], "clone": ["Brand"], "dup": []}[spec.kind]
-            assert differing == expected, (spec.kind, spec.key, differing)
-            for key in differing:       # the listing fails a requirement on every option of the anchor's value
-                assert not any(contains_phrase(normalize(b[key]), normalize(o))
-                               for o in re.split(r"[,/|]", a[key]) if o.strip()), (key, a[key], b[key])
-            off = {"price": bool(cap) and p.price is not None and p.price >= cap,
-                   "rating": p.average_rating < floor, "count": p.rating_number < bucket}
-            assert {k for k, v in off.items() if v} == ({spec.aspect} - {"title"} if spec.kind == "dup" else set()), \
-                (spec.kind, spec.aspect, off, anchor.price, p.price)
-            differing_numbers += (p.price, p.average_rating, p.rating_number) != \
-                (anchor.price, anchor.average_rating, anchor.rating_number)
-            assert {r.review_id for r in reviews_by_product.get(p.product_id, [])}.isdisjoint(
-                {r.review_id for r in reviews_by_product.get(anchor.product_id, [])})
-    assert differing_numbers > 0.9 * sum(len(m) - 1 for _, m in lines)
+        axes = _axes(family)
+        assert len(family.cube_keys) == 4 and len(set(axes)) == 5 and "Brand" not in axes
+        assert sum(k in HIDEABLE_PERSONA_FIELDS for k in family.cube_keys) == 2
+        assert sum(k in HIDEABLE_CLARIFICATION_FIELDS for k in family.cube_keys) == 2
+        # The products' details carry the member values, on every axis.
+        configs = [tuple(lookup_detail(p.details, k) for k in axes) for p in members]
+        assert configs == [tuple(spec.values[k] for k in axes) for spec in family.members]
+        values = [sorted({c[j] for c in configs}) for j in range(len(axes))]
+        assert all(len(v) == 2 for v in values), values
+        for key, (one, other) in zip(family.cube_keys, values[1:]):
+            assert value_options(one) == [one] and value_options(other) == [other], (key, one, other)
+        assert any(a in family.ptype.core[family.primary] for a in values[0]), (family.primary, values[0])
+        for key, pair in zip(axes, values):
+            # One value names no option of the other (lines.alternatives), so a requirement on the first
+            # rules the second out; the reverse holds but for a few pairs ("USB" / "USB-C").
+            assert any(not any(phrase_in(o, b) for o in value_options(a)) for a, b in (pair, pair[::-1])), \
+                (key, pair)
+            axis_pairs += 1
+            exclusive += not any(phrase_in(o, b) for a, b in (pair, pair[::-1]) for o in value_options(a))
+        assert sorted(configs) == sorted(itertools.product(*values)), "every combination exactly once"
+        price, average, count = family.line_centre
+        assert {p.price for p in members} == {price}
+        assert {rating_threshold(p.average_rating) for p in members} == {half_star_floor(average)}
+        assert {rating_number_threshold(p.rating_number) for p in members} == {count_bucket(count)}
+        for p in members:
+            assert p.rating_number >= LINE_MIN_RATINGS
+            assert 10 <= len(reviews_by_product.get(p.product_id, [])) <= 20, p.product_id
+    assert any(f.line_centre[0] is None for f, _ in lines) and any(f.line_centre[0] for f, _ in lines)
+    assert exclusive / axis_pairs > 0.9, (exclusive, axis_pairs)
 
 
 def test_some_families_share_one_title(families):
@@ -379,6 +405,8 @@ def test_helpful_votes_are_heavy_tailed(catalog):
 def test_family_members_get_partly_different_opinions(families, reviews_by_product):
     compared = distinct = 0
     for family, members in families:
+        if family.is_line:
+            continue          # a line's listings share its opinions: test_line_listings_share_the_line_opinions
         heard = [set().union(*(_type_opinions_in(r.text, family.ptype.key)
                                for r in reviews_by_product.get(p.product_id, [])))
                  for p in members if len(reviews_by_product.get(p.product_id, [])) >= 10]
@@ -386,6 +414,24 @@ def test_family_members_get_partly_different_opinions(families, reviews_by_produ
             compared += 1
             distinct += heard[0] != heard[i]
     assert compared > 50 and distinct / compared > 0.9
+
+
+def test_line_listings_share_the_line_opinions(families, reviews_by_product):
+    """One line, one product: its listings' reviews carry the line's opinions (its first four positive and
+    three negative ones) and no listing has a remark of its own, so review evidence does not single one out."""
+    lines = _complete_lines(families)
+    listings = covered = 0
+    for family, members in lines:
+        positive, negative = set(family.pos_order[:4]), set(family.neg_order[:3])
+        for p in members:
+            heard = set().union(*(_type_opinions_in(r.text, family.ptype.key)
+                                  for r in reviews_by_product[p.product_id]))
+            assert heard & positive and heard <= positive | negative, (p.product_id, heard - positive - negative)
+            listings += 1
+            covered += positive <= heard
+    # Each happy review mentions a positive opinion not yet heard on the listing, so with 10+ reviews nearly
+    # every listing carries all four (a low-rated listing with few happy reviews may miss one).
+    assert listings >= 10 * LINE_SIZE and covered / listings > 0.97
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -418,14 +464,29 @@ def test_opinion_table():
         assert 3 <= len(opinion.split()) <= 10
 
 
-def test_a_line_does_not_give_its_anchor_away(families):
-    """Among a line's listings a script picking the most typical listing must rarely land on the anchor (the
-    drift of LINE_DRIFT_SHARE): undrifted, every line is a star around it and the pick always does (1.0).
-    Over a whole line the anchor stays the most central listing in most lines; among a task's query matches,
-    where the audit measures it, it is not (docs/decisions.md#validity-audit)."""
+def test_no_listing_of_a_line_stands_out(families):
+    """A task built on any listing of a line hides its cube keys, so its query's matches are the 16 listings
+    of the target's primary value: one per configuration of the hidden specs. Each of them has exactly as
+    many listings one detail value away (4, one per cube key) and its values are exactly as common as any
+    other's, so neither the most central nor the most typical pick favours the target (a star around an
+    anchor made both pick it every time, docs/decisions.md#validity-audit)."""
     from ecab.construct.structural_picks import structural_picks
 
-    lines = [(f, m) for f, m in families if f.anchor is not None and len(m) == f.size and len(m) >= 4]
-    picks = [structural_picks(m, m[f.anchor].product_id) for f, m in lines]
-    typical = sum(p[1] for p in picks) / len(picks)
-    assert typical < 0.4, typical
+    lines = _complete_lines(families)
+    picks = []
+    for family, members in lines:
+        target = members[0]     # any listing: all are drawn by the same process
+        primary = lookup_detail(target.details, family.primary)
+        matches = [p for p in members if lookup_detail(p.details, family.primary) == primary]
+        assert len(matches) == LINE_SIZE // 2
+        rows = [tuple(_canonical_details(p)[k] for k in DETAIL_FIELDS) for p in matches]
+        assert len(set(rows)) == len(rows), "no two listings share a configuration"
+        near = [sum(sum(x != y for x, y in zip(row, other)) == 1 for other in rows) for row in rows]
+        assert near == [len(family.cube_keys)] * len(rows), (family.index, near)
+        counts = [collections.Counter(column) for column in zip(*rows)]
+        typical = {sum(counts[j][v] for j, v in enumerate(row)) for row in rows}
+        assert len(typical) == 1, (family.index, typical)
+        picks.append(structural_picks(matches, target.product_id))
+    # The audit's scripts land on the target about as often as a random pick (1/16), not every time.
+    for which in (1, 2):
+        assert sum(p[which] for p in picks) / len(picks) < 0.25, [p[which] for p in picks]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ecab.catalog.synthetic.brands import manufacturer_for, pick_brand, store_for
-from ecab.catalog.synthetic.lines import drift_line, line_members
+from ecab.catalog.synthetic.lines import cube_axes, cube_members, primary_axis
 from ecab.catalog.synthetic.model import Family, Member
 from ecab.catalog.synthetic.numbers import round_price
 from ecab.catalog.synthetic.plan import (alias_modes, apply_odd_value, base_values, choose_keys, detail_layout,
@@ -19,7 +19,10 @@ _TYPE_CUM = [sum(_TYPE_WEIGHTS[:i + 1]) for i in range(len(_TYPE_WEIGHTS))]
 
 _FAMILY_SIZES = (1, 3, 4, 5, 6, 7, 8)
 _FAMILY_SIZE_CUM = (0.12, 0.32, 0.52, 0.68, 0.81, 0.91, 1.0)
-_LINE_SHARE = 0.72            # families that are product lines (the rest: plain near-duplicate families)
+# A line's listings have at least this many ratings, so each has 10+ reviews that carry the line's opinions.
+LINE_MIN_RATINGS = 20
+_LINE_SHARE = 0.3             # families that are product lines (32 listings each; the rest: plain
+                              # near-duplicate families of 1-8 listings): about 3/4 of the products
 
 
 def make_family(seed: int, index: int) -> Family:
@@ -36,14 +39,20 @@ def make_family(seed: int, index: int) -> Family:
     main_category = rng.choices([c for c, _ in ptype.main_categories],
                                 [w for _, w in ptype.main_categories])[0]
     keys = choose_keys(rng, ptype, 0.8 if line else 0.6)   # a line's listings spell out more specs
+    axes = cube_axes(rng, ptype, keys, primary) if line else None
+    primary_pair = primary_axis(rng, ptype, primary) if axes else None
+    line = primary_pair is not None                          # a type with too few hideable specs: plain
     secondaries = [k for k in ptype.variants[1:] if k in keys]
     secondary = rng.choice(secondaries) if secondaries and rng.random() < 0.5 and not line else None
-    variant_keys = {primary} | ({secondary} if secondary else set())
+    variant_keys = {primary} | ({secondary} if secondary else set()) | (set(axes) if line else set())
     base = base_values(rng, ptype, keys, brand, variant_keys)
-    spoiled = apply_odd_value(rng, base, ptype, keys, variant_keys)
+    apply_odd_value(rng, base, ptype, keys, variant_keys)
     modes = alias_modes(rng, keys, base)
     layout = detail_layout(rng, ptype, keys, modes, main_category)
-    title_segments, title_joiner = title_plan(rng, ptype, keys, primary)
+    # A line's titles never name its cube keys' values: a task hides them (a value the title spells goes to
+    # the query, construct/partition.py).
+    title_keys = [k for k in keys if not (line and k in axes)]
+    title_segments, title_joiner = title_plan(rng, ptype, title_keys, primary)
     low, high = ptype.price_range
     price_base = low * (high / low) ** rng.random()
     length, width, height = sorted((round(rng.uniform(0.3, 12), 2) for _ in range(3)), reverse=True)
@@ -58,13 +67,12 @@ def make_family(seed: int, index: int) -> Family:
     price_ending = rng.choice((0.99, 0.99, 0.95, 0.49, 0.0))
     quality = min(4.9, max(2.0, rng.gauss(4.25, 0.4)))
     popularity = rng.gauss(3.9, 1.5)
-    anchor, anchor_numbers = None, None
+    line_centre = None
     if line:
-        anchor_price = None if rng.random() < 0.3 else round_price(price_base, price_ending)
-        anchor_numbers = (anchor_price, round(min(5.0, max(1.0, quality + rng.gauss(0, 0.15))), 1),
-                          max(1, min(50_000, int(rng.lognormvariate(popularity, 0.6)))))
-        members, anchor = line_members(seed, rng, ptype, keys, base, brand, store, manufacturer, primary, spoiled,
-                                       anchor_numbers)
+        line_price = None if rng.random() < 0.3 else round_price(price_base, price_ending)
+        line_centre = (line_price, round(min(5.0, max(1.0, quality + rng.gauss(0, 0.15))), 1),
+                       max(LINE_MIN_RATINGS, min(50_000, int(rng.lognormvariate(popularity, 0.6)))))
+        members = cube_members(rng, base, {primary: primary_pair, **axes}, store, manufacturer)
     else:
         members = []
         for value in rng.sample(primary_pool, size):
@@ -74,8 +82,8 @@ def make_family(seed: int, index: int) -> Family:
             members.append(Member("simple", values, store, manufacturer))
     family = Family(
         index=index, ptype=ptype, brand=brand, store=store, manufacturer=manufacturer,
-        main_category=main_category, base=base, primary=primary, members=members, anchor=anchor,
-        anchor_numbers=anchor_numbers,
+        main_category=main_category, base=base, primary=primary, members=members,
+        line_centre=line_centre, cube_keys=tuple(axes) if line else (),
         layout=layout, extras={name: rng.choice(pool) for name, pool in ptype.extras.items()},
         title_segments=title_segments, title_joiner=title_joiner, feature_plan=points,
         feature_header=rng.choice(("caps", "lenticular", "plain", "check")),
@@ -85,8 +93,6 @@ def make_family(seed: int, index: int) -> Family:
         first_day=rng.randint(DAY_FIRST, DAY_LAST_LISTING),
         model_prefix="".join(rng.choice(ALNUM[10:]) for _ in range(rng.randint(2, 3))) + str(rng.randint(1, 99)),
         dims=f"{length} x {width} x {height} inches", weight=weight, pos_order=pos, neg_order=neg)
-    if anchor is not None:
-        drift_line(seed, family)
     return family
 
 

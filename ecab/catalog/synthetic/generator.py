@@ -14,25 +14,27 @@ from ecab.catalog.synthetic.seeding import ID_SPACE, IdMaker, rng_for
 from ecab.schema import Product, Review
 
 # Bump whenever the output for a given (n, seed) changes: it is part of the catalog fingerprint.
-SYNTHETIC_VERSION = "3"   # 2: product lines (anchor, variants, spec leaves, white-label clone, re-listings)
+SYNTHETIC_VERSION = "4"   # 2: product lines (anchor, variants, spec leaves, white-label clone, re-listings)
                           # 3: most of a line's other listings drift on weight and dimensions and list
                           #    one more option on the multi-valued specs they share with the anchor;
                           #    a re-listing states its own package dimensions and weight
+                          # 4: a product line is a full factorial (its primary axis x four hideable specs,
+                          #    each combination listed once; lines.py), no anchor, re-listing or drift
 
 
 def _make_product(family: Family, member: int, index: int, seed: int, ids: IdMaker) -> tuple[Product, list[Review]]:
     rng = rng_for(seed, index)
     spec = family.members[member]
     values = spec.values
-    if family.anchor is None:
+    if family.is_line:
+        price, average, rating_number = line_numbers(family, rng)
+    else:
         rating_number = draw_rating_number(family, rng)
         average = round(min(5.0, max(1.0, family.quality + rng.gauss(0, 0.15))), 1)
         price = family_price(family, rng)
-    else:
-        price, average, rating_number = line_numbers(family, spec, rng)
     product_id = ids(index)
     product = Product(
-        product_id=product_id, title=listing_title(family, values, spec), main_category=family.main_category,
+        product_id=product_id, title=listing_title(family, values), main_category=family.main_category,
         store=spec.store, average_rating=average, rating_number=rating_number, price=price,
         features=feature_bullets(family, values, rng), description=description_paragraphs(family, values, rng),
         details=detail_dict(family, values, member, index, rng, rating_number),

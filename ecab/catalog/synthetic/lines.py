@@ -1,18 +1,25 @@
-"""Product lines: an anchor listing and the listings around it (its other primary-axis values, one listing
-per other spec, a white-label clone, re-listings by other sellers), and the drift that keeps the anchor
-from being the line's most typical listing."""
+"""Product lines: one item sold in every combination of a few specs, each combination listed once.
+
+A line is a full factorial (docs/decisions.md#adversaries): its primary axis (color, size, pack count...:
+two values, named in the title) times four CUBE KEYS, two fields every intent may hide in the persona and two
+it may hide in the clarification script (ecab.fields.HIDEABLE_*), each with two values, so 32 listings. A
+task built on any listing of a line hides the cube keys; its query names the line's shared specs (and the
+primary value, read from the title), so the query's matches are the 16 listings of one primary value: one per
+configuration of the hidden requirements, exactly one of them right on all four, none more central, more
+typical or listed more often than another. Every listing is drawn by the same process, so nothing but the
+hidden requirements tells the target apart.
+"""
 from __future__ import annotations
 
+import itertools
 import random
 
-from ecab.catalog.synthetic.brands import manufacturer_for, other_brand, store_for
-from ecab.catalog.synthetic.model import Family, Member
-from ecab.catalog.synthetic.numbers import count_bucket, half_star_floor
-from ecab.catalog.synthetic.plan import MULTI_KEYS
+from ecab.catalog.synthetic.model import Member
 from ecab.catalog.synthetic.product_type import ProductType
-from ecab.catalog.synthetic.seeding import rng_for
-from ecab.catalog.synthetic.tables.names import RESELLERS
 from ecab.catalog.synthetic.text import phrase_in, value_options
+from ecab.fields import HIDEABLE_CLARIFICATION_FIELDS, HIDEABLE_PERSONA_FIELDS
+
+CUBE_KEYS_PER_SOURCE = 2      # cube keys hideable in the persona, and as many in the clarification script
 
 
 def alternatives(ptype: ProductType, key: str, value: str) -> list[str]:
@@ -23,75 +30,60 @@ def alternatives(ptype: ProductType, key: str, value: str) -> list[str]:
     return [v for v in pool if v != value and not any(phrase_in(o, v) for o in mine)]
 
 
-def line_members(seed: int, rng: random.Random, ptype: ProductType, keys: list[str], base: dict[str, str],
-                 brand: str, store: str, manufacturer: str, primary: str, spoiled: str | None,
-                 anchor_numbers: tuple[float | None, float, int]) -> tuple[list[Member], int]:
-    """A product line as real listings have it: the anchor, its other primary-axis values (colors,
-    sizes, pack counts...), one listing per other spec it is also sold in (material, connector, finish...),
-    the same item under another brand, and re-listings by other sellers that differ in price, rating,
-    rating count or title wording. Members come out shuffled; returns them and the anchor's position."""
-    first = rng.choice(ptype.core[primary])
-    others = alternatives(ptype, primary, first)
-    primary_values = [first] + rng.sample(others, min(len(others), rng.choice((1, 2, 2, 3))))
-    anchor_values = {**base, primary: primary_values[0]}
-    members = [Member("anchor", anchor_values, store, manufacturer)]
-    members += [Member("variant", {**anchor_values, primary: v}, store, manufacturer)
-                for v in primary_values[1:]]
-    specs = [k for k in keys if k not in ("Brand", primary) and k != spoiled and base.get(k)
-             and alternatives(ptype, k, base[k])]
-    rng.shuffle(specs)
-    for key in specs:
-        members.append(Member("leaf", {**anchor_values, key: rng.choice(alternatives(ptype, key, base[key]))},
-                              store, manufacturer, key=key))
-    if rng.random() < 0.25:
-        other = other_brand(seed, rng, ptype, brand)
-        members.append(Member("clone", {**anchor_values, "Brand": other}, store_for(seed, other),
-                              manufacturer_for(seed, other, ptype.source_category)))
-    price, average, count = anchor_numbers
-    feasible = {"rating": half_star_floor(average) > 1.0, "count": count_bucket(count) is not None,
-                "price": price is not None}
-    pair = rng.choices((("rating", "count"), ("rating", "price"), ("count", "price")), (0.6, 0.2, 0.2))[0]
-    aspects = [a for a in pair if feasible[a]] + (["title"] if rng.random() < 0.5 else [])
-    for aspect in aspects:
-        seller = rng.choice(RESELLERS) if rng.random() < 0.7 else f"{brand} Outlet"
-        members.append(Member("dup", dict(anchor_values), seller, manufacturer, aspect=aspect))
-    order = list(range(len(members)))
-    rng.shuffle(order)
-    return [members[i] for i in order], order.index(0)
+def _atomic(values) -> list[str]:
+    return [v for v in values if not any(sep in v for sep in (",", "/", "|"))]
 
 
-# The share of a line's listings outside the anchor's configuration that drift: they carry the line's other
-# weight and dimensions (facts construction never reads: not in ecab.fields.DETAIL_FIELDS) and list one more
-# option on the multi-valued specs they share with the anchor (a requirement on the anchor's value still holds
-# there: the judge checks "contains"). Every other listing of a line is the anchor with one thing changed, so
-# without this the anchor would hold the most common value of every field and sit one value from most listings:
-# a script picking the most typical or most central of the query's matches would find the target without
-# asking anything (ecab/construct/validity.py, structural picks; docs/decisions.md#validity-audit).
-LINE_DRIFT_SHARE = 0.75
+def exclusive_alternatives(ptype: ProductType, key: str, value: str) -> list[str]:
+    """Single-option alternatives of `value` that neither name it nor are named by it ("USB" and "USB-C" are
+    not a pair: a requirement of "USB" would hold on both), so a requirement on either rules the other out."""
+    return [v for v in _atomic(alternatives(ptype, key, value)) if not phrase_in(v, value)]
 
 
-def drift_line(seed: int, family: Family) -> None:
-    """Mark most members of a line outside the anchor's configuration as drifted and draw what they carry
-    (from their own random stream: the rest of the family is drawn exactly as before)."""
-    rng = rng_for(seed, "drift", family.index)
-    length, width, height = sorted((round(rng.uniform(0.3, 12), 2) for _ in range(3)), reverse=True)
-    family.drift_dims = f"{length} x {width} x {height} inches"
-    family.drift_weight = (f"{round(rng.uniform(1, 25), 1)} pounds" if family.ptype.heavy
-                           else f"{round(rng.uniform(0.4, 30), 2)} ounces")
-    anchor = family.members[family.anchor].values
-    extra = {}       # multi-valued key -> the one more option the drifted listings list
-    for key in sorted(k for k in anchor if k in MULTI_KEYS and anchor[k]):
-        options = [v for v in alternatives(family.ptype, key, anchor[key])
-                   if not any(sep in v for sep in (",", "/", "|"))]
-        if options:
-            extra[key] = rng.choice(options)
-    for member in family.members:
-        # The anchor's own configuration (the anchor and its re-listings, any of which can be a target)
-        # keeps the family's values: the drift makes that configuration the minority on these facts.
-        same = member.kind in ("anchor", "dup")
-        member.drifted = not same and rng.random() < LINE_DRIFT_SHARE
-        if member.drifted:
-            # One more option on the multi-valued specs it shares with the anchor: every requirement on
-            # them still holds ("contains"), but the anchor's exact value is no longer the common one.
-            member.values = {k: (f"{v}, {extra[k]}" if k in extra and v == anchor[k] else v)
-                             for k, v in member.values.items()}
+def _axis(rng: random.Random, ptype: ProductType, key: str, first: str | None = None) -> tuple[str, str] | None:
+    """Two single-option values of `key` that exclude each other (None when the pool has no such pair);
+    the first one `first` when given."""
+    firsts = [first] if first is not None else _atomic(ptype.value_pools[key])
+    rng.shuffle(firsts)
+    for value in firsts:
+        others = exclusive_alternatives(ptype, key, value)
+        if others:
+            return value, rng.choice(others)
+    return None
+
+
+def cube_axes(rng: random.Random, ptype: ProductType, keys: list[str], primary: str
+              ) -> dict[str, tuple[str, str]] | None:
+    """The line's cube keys and their two values: CUBE_KEYS_PER_SOURCE persona-hideable and as many
+    clarification-hideable fields among the family's keys; None when the type has too few."""
+    free = [k for k in keys if k not in ("Brand", primary)]
+    axes: dict[str, tuple[str, str]] = {}
+    for hideable in (HIDEABLE_PERSONA_FIELDS, HIDEABLE_CLARIFICATION_FIELDS):
+        fields = [k for k in free if k in hideable]
+        rng.shuffle(fields)
+        picked = 0
+        for key in fields:
+            if picked == CUBE_KEYS_PER_SOURCE:
+                break
+            pair = _axis(rng, ptype, key)
+            if pair is not None:
+                axes[key] = pair
+                picked += 1
+        if picked < CUBE_KEYS_PER_SOURCE:
+            return None
+    return axes
+
+
+def primary_axis(rng: random.Random, ptype: ProductType, primary: str) -> tuple[str, str] | None:
+    """Two single-option values of the primary axis that exclude each other."""
+    return _axis(rng, ptype, primary)
+
+
+def cube_members(rng: random.Random, base: dict[str, str], axes: dict[str, tuple[str, str]], store: str,
+                 manufacturer: str) -> list[Member]:
+    """Every combination of the axes' values over the family's base values, each listed once, shuffled."""
+    keys = list(axes)
+    members = [Member("cube", {**base, **{k: axes[k][bit] for k, bit in zip(keys, bits)}}, store, manufacturer)
+               for bits in itertools.product((0, 1), repeat=len(keys))]
+    rng.shuffle(members)
+    return members

@@ -4,25 +4,16 @@ from __future__ import annotations
 
 import random
 
-from ecab.catalog.synthetic.model import Family, Member
+from ecab.catalog.synthetic.model import Family
 from ecab.catalog.synthetic.product_type import ProductType
-from ecab.catalog.synthetic.seeding import format_day, rng_for
+from ecab.catalog.synthetic.seeding import format_day
 from ecab.catalog.synthetic.tables.names import COUNTRIES
-from ecab.catalog.synthetic.text import TOKENS, fill, first_option
+from ecab.catalog.synthetic.text import TOKENS, fill
 
 
-def listing_title(family: Family, values: dict[str, str], member: Member | None = None) -> str:
+def listing_title(family: Family, values: dict[str, str]) -> str:
     noun = family.ptype.title_noun
-    if member is not None and member.aspect == "title":
-        # A seller who never names the product type: brand, a keyword, then the attributes.
-        attrs = [fill(a, values, noun, short=True) for a in family.ptype.title_attrs]
-        parts = [values.get("Brand") or family.brand, family.keywords[0], *(a for a in attrs if a)]
-        return " ".join(p for p in parts if p).replace("  ", " ").strip()
     parts = [fill(seg, values, noun, short=True) for seg in family.title_segments]
-    if member is not None and member.kind == "leaf" and not any("{" + member.key + "}" in seg
-                                                               for seg in family.title_segments):
-        # A listing sold in another spec says so in its title ("..., Matte"), as sellers do.
-        parts.append(first_option(values[member.key]))
     return family.title_joiner.join(p for p in parts if p).replace("  ", " ").strip()
 
 
@@ -54,7 +45,7 @@ def feature_bullets(family: Family, values: dict[str, str], rng: random.Random) 
     if rng.random() < 0.12:
         return []
     noun = family.ptype.title_noun.lower()
-    line = family.anchor is not None
+    line = family.is_line
     bullets = []
     for i, point in enumerate(family.feature_plan):
         text = fill(point, values, noun)
@@ -103,26 +94,14 @@ def detail_dict(family: Family, values: dict[str, str], member: int, index: int,
     return details
 
 
-def _seller_package(family: Family, member: int, source: str) -> str:
-    """A re-listing's own package dimensions or weight, near the line's (its own stream: nothing else moves)."""
-    rng = rng_for("package", family.index, member)
-    if source == "#dims":
-        return " x ".join(f"{round(float(x) * rng.uniform(0.85, 1.15), 2)}"
-                          for x in family.dims.split(" inches")[0].split(" x ")) + " inches"
-    number, unit = family.weight.split(" ", 1)
-    return f"{round(float(number) * rng.uniform(0.85, 1.15), 2)} {unit}"
-
-
 def _noise_value(family: Family, source: str, member: int, index: int, rng: random.Random, rating_number: int):
-    spec = family.members[member]
-    if spec.kind == "dup" and source in ("#dims", "#weight"):
-        return _seller_package(family, member, source)   # another seller states its own package
     if source == "#dims":
-        return family.drift_dims if spec.drifted else family.dims
+        return family.dims
     if source == "#weight":
-        return family.drift_weight if spec.drifted else family.weight
+        return family.weight
     if source == "#model":
-        return f"{family.model_prefix}-{(index * 7919 + member) % 9000 + 1000}"
+        # 7919 is prime to 9000: any 9,000 consecutive listings get distinct numbers (a line's included)
+        return f"{family.model_prefix}-{(index * 7919) % 9000 + 1000}"
     if source == "#bsr":
         sub_rank = max(1, int(20000 / (rating_number + 1) ** 0.6 * rng.lognormvariate(0, 0.5)))
         root = "Electronics" if family.main_category == "All Electronics" else family.main_category

@@ -9,24 +9,14 @@ from ecab.catalog.synthetic.product_type import ProductType
 
 @dataclass
 class Member:
-    """One listing of a family: its detail values and how its numbers relate to the line's anchor.
-
-    kind: "simple" (a family of plain near-duplicates: own numbers), "anchor" (the line's reference
-    listing), "variant" (another value of the primary axis: color, size, pack count...), "leaf" (the
-    anchor with one other spec changed: `key`), "clone" (the same item under another brand: white
-    label), "dup" (the same item listed again by another seller: `aspect` says what differs - price,
-    rating, count or title). Every listing has its own numbers and reviews; those of a line's variants,
-    leaves and clone stay within the anchor's price, rating and rating-count brackets, a dup's leaves
-    them on exactly its `aspect`. A `drifted` listing carries the line's other weight and dimensions.
-    """
+    """One listing of a family: its detail values. kind: "simple" (a family of plain near-duplicates, with
+    its own numbers) or "cube" (one configuration of a product line, lines.py: its numbers are drawn within
+    the line's brackets, numbers.py)."""
 
     kind: str
     values: dict[str, str]
     store: str
     manufacturer: str
-    key: str | None = None
-    aspect: str | None = None
-    drifted: bool = False
 
 
 @dataclass
@@ -43,8 +33,9 @@ class Family:
     base: dict[str, str]                  # canonical key -> value shared by the members
     primary: str
     members: list[Member]
-    anchor: int | None                    # position of the line's anchor in `members` (None: simple family)
-    anchor_numbers: tuple[float | None, float, int] | None   # (price, average rating, rating count)
+    # A product line's (price, average rating, rating count) centre (None: a plain family) and cube keys
+    line_centre: tuple[float | None, float, int] | None
+    cube_keys: tuple[str, ...]
     layout: list[tuple[str, str]]         # (emitted key, source): source is a canonical key, "x:<extra>" or "#noise"
     extras: dict[str, str]
     title_segments: list[str]
@@ -63,8 +54,10 @@ class Family:
     weight: str
     pos_order: list[str]
     neg_order: list[str]
-    drift_dims: str | None = None         # a line's other weight and dimensions (its drifted members')
-    drift_weight: str | None = None
+
+    @property
+    def is_line(self) -> bool:
+        return self.line_centre is not None
 
     @property
     def size(self) -> int:

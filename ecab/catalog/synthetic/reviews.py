@@ -20,24 +20,14 @@ def _sentence(opinion: str, rng: random.Random) -> str:
 
 
 def _opinion_profile(family: Family, member: int, rng: random.Random) -> tuple[list[str], list[str]]:
-    """A member's slice of the type's opinions: neighbours in a family overlap only partly. A re-listing
-    of a line's item hears part of what its anchor's buyers say, plus something of its own."""
+    """A member's slice of the type's opinions: neighbours in a family overlap only partly; a product line's
+    listings share the line's."""
     pos, neg = family.pos_order, family.neg_order
-    if family.anchor is not None:
-        # One product line, one product: its listings' buyers say the same things, each listing adding one
-        # remark of its own; the buyers of a re-listing that differs in a number mention only half of them.
-        start = 2 * family.anchor
-        anchor_pos = [pos[(start + t) % len(pos)] for t in range(4)]
-        anchor_neg = [neg[(start + t) % len(neg)] for t in range(3)]
-        own = pos[(start + 4 + member) % len(pos)]
-        if member == family.anchor:
-            return anchor_pos, anchor_neg
-        spec = family.members[member]
-        if spec.kind == "dup" and spec.aspect != "title":
-            # The re-listings that differ in a number hear complementary halves of the line's opinions.
-            half = sum(1 for m in family.members[:member] if m.kind == "dup" and m.aspect != "title") % 2
-            return anchor_pos[half::2], rng.sample(anchor_neg, 2)
-        return anchor_pos + ([own] if own not in anchor_pos else []), anchor_neg
+    if family.is_line:
+        # One product line, one product: its listings' buyers say the same things. No listing has a remark
+        # of its own: a review_driven task's opinions would then be accepted only on listings whose few
+        # reviews missed it, and "the fewest reviews" would point at the target (docs/decisions.md#adversaries).
+        return pos[:4], neg[:3]
     mine_pos = [pos[(2 * member + t) % len(pos)] for t in range(4)]
     mine_neg = [neg[(2 * member + t) % len(neg)] for t in range(3)]
     extra = rng.choice(pos)
@@ -92,11 +82,9 @@ def _review_text(rating: int, pos: list[str], neg: list[str], rng: random.Random
 
 def listing_reviews(family: Family, member: int, index: int, product_id: str, average: float, rating_number: int,
                     rng: random.Random) -> list[Review]:
-    kind = family.members[member].kind
     roll = rng.random()
-    if kind in ("anchor", "variant", "leaf", "clone"):   # a line's own listings share its reviewed product
-        count = rng.randint(6, 9) if roll < 0.15 else \
-            MAX_REVIEWS_PER_PRODUCT if rng.random() < 0.4 else rng.randint(10, MAX_REVIEWS_PER_PRODUCT - 1)
+    if family.is_line:   # a line's own listings share its reviewed product, each heard in 10+ reviews
+        count = MAX_REVIEWS_PER_PRODUCT if roll < 0.4 else rng.randint(10, MAX_REVIEWS_PER_PRODUCT - 1)
     elif roll < 0.05:
         count = 0
     elif roll < 0.15:
@@ -105,7 +93,7 @@ def listing_reviews(family: Family, member: int, index: int, product_id: str, av
         count = MAX_REVIEWS_PER_PRODUCT if rng.random() < 0.35 else rng.randint(5, MAX_REVIEWS_PER_PRODUCT - 1)
     count = min(count, rating_number)
     pos, neg = _opinion_profile(family, member, rng)
-    cover = list(pos) if family.anchor is not None else None
+    cover = list(pos) if family.is_line else None
     noun = family.ptype.entity
     first_day = family.first_day + member * 11
     reviews = []
