@@ -26,6 +26,12 @@ from ecab.catalog.search import EMBEDDING_MODES, MODES, ShardCandidates, has_wor
 from ecab.schema import Review
 
 
+# The listings of a product line can share a title, hence an embedding: exact ties, which LanceDB cuts at
+# `limit` in no set order. The vector leg asks for this many more rows and cuts after ordering ties by product
+# id, so one shard and several give the same page (search._merge_leg breaks ties the same way).
+VECTOR_TIE_SLACK = 32
+
+
 class _QueryLoop:
     """An event loop thread for lancedb's async API, one per process (made again after a fork), on which every
     per-call read runs; see docs/decisions.md#async-lancedb-reads."""
@@ -212,7 +218,7 @@ class CatalogShard:
             raise ValueError("vector search needs a query vector")
         labels = self.hit_labels()
         query = self._table(PRODUCTS).query().nearest_to(np.asarray(vector, dtype=np.float32)).column("vector") \
-            .distance_type("cosine").select(["_rowid", "_distance"]).limit(depth)
+            .distance_type("cosine").select(["_rowid", "_distance"]).limit(depth + VECTOR_TIE_SLACK)
         if self.vector_indexed:
             # Every row is indexed (read-only table): no flat scan of unindexed rows. Only a prefiltered search
             # may probe more than VECTOR_NPROBES partitions; see docs/decisions.md#ivf-probes.
@@ -221,7 +227,8 @@ class CatalogShard:
         if where:
             query = query.where(where)   # a prefilter (the async API's default)
         table = _QueryLoop.run(query.to_arrow())
-        return labels.hits(table["_rowid"], [1.0 - float(d) for d in table["_distance"].to_pylist()])
+        hits = labels.hits(table["_rowid"], [1.0 - float(d) for d in table["_distance"].to_pylist()])
+        return sorted(hits, key=lambda hit: (-hit.score, hit.product_id))[:depth]
 
     def hit_labels(self) -> "HitLabels":
         """Every product's id and title by row id, read once per process (docs/decisions.md#hit-labels)."""
