@@ -83,8 +83,8 @@ _ENTITY_PRODUCTS: dict[tuple, list] = {}
 
 def entity_products(catalog, product, entity) -> list:
     """The products of the target's main category whose title names the entity (the judge's entity test).
-    Only they can witness another feature or come to satisfy every rubric (the entity rubric is never
-    dropped), so the audits here need no other product. Cached per (catalog, category, entity)."""
+    Only they can witness another feature or come to satisfy every rubric (every task has the entity rubric),
+    so the audits here need no other product. Cached per (catalog, category, entity)."""
     key = (str(getattr(catalog, "fingerprint", id(catalog))), product.main_category, entity.title_span,
            entity.canonical_entity, entity.query_surface)
     found = _ENTITY_PRODUCTS.get(key)

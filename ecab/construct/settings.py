@@ -43,28 +43,28 @@ class Settings:
         intents = tuple(get("intents", None) or INTENTS)
         for intent in intents:
             get_intent(intent)
-        n = int(get("n_per_intent", 25))
+        n = int(get("n_per_intent", cls.n_per_intent))
         if n < 0:
             raise ValueError(f"construct.n_per_intent must be >= 0, got {n}")
-        verbalizer, llm = str(get("verbalizer", "template")), None
+        verbalizer, llm = str(get("verbalizer", cls.verbalizer)), None
         if verbalizer == "llm":
             # Before any work: the model config and its API key are checked, model=sim starts the simulator.
             from ecab.construct.llm_verbalizer import resolve
             llm = resolve(get("llm", None))
         shares = {}
-        for key, default in (("min_hidden_load_bearing", 1.0), ("min_query_load_bearing", 0.0)):
-            shares[key] = float(get(key, default))
+        for key in ("min_hidden_load_bearing", "min_query_load_bearing"):
+            shares[key] = float(get(key, getattr(cls, key)))
             if not 0.0 <= shares[key] <= 1.0:
                 raise ValueError(f"construct.{key} must be within [0, 1], got {shares[key]}")
-        min_query_matches = int(get("min_query_matches", 5))
+        min_query_matches = int(get("min_query_matches", cls.min_query_matches))
         if min_query_matches < 0:
             raise ValueError(f"construct.min_query_matches must be >= 0, got {min_query_matches}")
-        return cls(seed=int(get("seed", 0)), n_per_intent=n, intents=intents,
-                   max_matches=int(get("max_matches", 1)), workers=max(1, int(get("workers", 2))),
-                   max_attempts=max(1, int(get("max_attempts", 3))), verbalizer=verbalizer, llm=llm,
-                   min_category_size=int(get("min_category_size", DEFAULT_MIN_CATEGORY_SIZE)),
+        return cls(seed=int(get("seed", cls.seed)), n_per_intent=n, intents=intents,
+                   max_matches=int(get("max_matches", cls.max_matches)), workers=max(1, int(get("workers", cls.workers))),
+                   max_attempts=max(1, int(get("max_attempts", cls.max_attempts))), verbalizer=verbalizer, llm=llm,
+                   min_category_size=int(get("min_category_size", cls.min_category_size)),
                    max_candidates=None if get("max_candidates", None) is None else int(get("max_candidates")),
-                   load_bearing_only=bool(get("load_bearing_only", True)), min_query_matches=min_query_matches,
+                   load_bearing_only=bool(get("load_bearing_only", cls.load_bearing_only)), min_query_matches=min_query_matches,
                    **shares)
 
     @property

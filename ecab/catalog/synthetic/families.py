@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ecab.catalog.synthetic.brands import manufacturer_for, pick_brand, store_for
-from ecab.catalog.synthetic.lines import cube_axes, cube_members, primary_axis
+from ecab.catalog.synthetic.lines import cube_axes, cube_members, value_pair
 from ecab.catalog.synthetic.model import Family, Member
 from ecab.catalog.synthetic.numbers import round_price
 from ecab.catalog.synthetic.plan import (alias_modes, apply_odd_value, base_values, choose_keys, detail_layout,
@@ -40,7 +40,7 @@ def make_family(seed: int, index: int) -> Family:
                                 [w for _, w in ptype.main_categories])[0]
     keys = choose_keys(rng, ptype, 0.8 if line else 0.6)   # a line's listings spell out more specs
     axes = cube_axes(rng, ptype, keys, primary) if line else None
-    primary_pair = primary_axis(rng, ptype, primary) if axes else None
+    primary_pair = value_pair(rng, ptype, primary) if axes else None
     line = primary_pair is not None                          # a type with too few hideable specs: plain
     secondaries = [k for k in ptype.variants[1:] if k in keys]
     secondary = rng.choice(secondaries) if secondaries and rng.random() < 0.5 and not line else None

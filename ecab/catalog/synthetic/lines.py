@@ -40,10 +40,10 @@ def exclusive_alternatives(ptype: ProductType, key: str, value: str) -> list[str
     return [v for v in _atomic(alternatives(ptype, key, value)) if not phrase_in(v, value)]
 
 
-def _axis(rng: random.Random, ptype: ProductType, key: str, first: str | None = None) -> tuple[str, str] | None:
-    """Two single-option values of `key` that exclude each other (None when the pool has no such pair);
-    the first one `first` when given."""
-    firsts = [first] if first is not None else _atomic(ptype.value_pools[key])
+def value_pair(rng: random.Random, ptype: ProductType, key: str) -> tuple[str, str] | None:
+    """Two single-option values of `key` that exclude each other: an axis of a line (None when the pool has
+    no such pair)."""
+    firsts = _atomic(ptype.value_pools[key])
     rng.shuffle(firsts)
     for value in firsts:
         others = exclusive_alternatives(ptype, key, value)
@@ -65,18 +65,13 @@ def cube_axes(rng: random.Random, ptype: ProductType, keys: list[str], primary: 
         for key in fields:
             if picked == CUBE_KEYS_PER_SOURCE:
                 break
-            pair = _axis(rng, ptype, key)
+            pair = value_pair(rng, ptype, key)
             if pair is not None:
                 axes[key] = pair
                 picked += 1
         if picked < CUBE_KEYS_PER_SOURCE:
             return None
     return axes
-
-
-def primary_axis(rng: random.Random, ptype: ProductType, primary: str) -> tuple[str, str] | None:
-    """Two single-option values of the primary axis that exclude each other."""
-    return _axis(rng, ptype, primary)
 
 
 def cube_members(rng: random.Random, base: dict[str, str], axes: dict[str, tuple[str, str]], store: str,
