@@ -57,11 +57,9 @@ def package_versions() -> dict[str, str]:
 
 def validate(cfg: DictConfig) -> None:
     validate_numbers(cfg)   # budget, trials, limits, concurrency, workers, shards, replicas, timeouts, ...
-    from ecab.agents import LLM_KINDS, OFFLINE_KINDS
-    if cfg.model.kind not in OFFLINE_KINDS + LLM_KINDS:
-        raise ConfigError(f"model '{cfg.model.name}' has unknown kind {cfg.model.kind!r}; "
-                          f"kinds: {', '.join(OFFLINE_KINDS + LLM_KINDS)}")
-    if cfg.model.kind in LLM_KINDS:
+    from ecab.agents import check_agent_config, uses_endpoint
+    check_agent_config(cfg.model)     # a known kind, or a python target that imports
+    if uses_endpoint(cfg.model):
         validate_llm_model(cfg.model)
     if cfg.benchmark.source == "file":
         path = Path(str(require(cfg, "benchmark.path")))

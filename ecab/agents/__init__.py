@@ -1,44 +1,161 @@
-"""Agents by model config: the offline ones, and `kind: openai` for any OpenAI-compatible endpoint."""
+"""Agents by model config: every kind of agent is a factory in one registry (`AGENTS`), ecab's own included.
+
+A model config names its agent by `kind` (conf/model/*.yaml): the offline reference agents (oracle, heuristic,
+random, query-only), `openai` for any OpenAI-compatible endpoint, a name a user registered
+(`ecab.register_agent`, or an installed package's `ecab.plugins` entry point), or `python` with a `target`
+import path to the user's factory (docs/extending.md). A factory gets one `AgentContext` and returns either an
+`Agent` (one `act` per turn) or a loop-owning agent (`run(session)`, adapted by agents/bridge.py), so the
+episode loop, the budget, the record and the judge are the same for every agent.
+"""
 from __future__ import annotations
 
-from typing import Any
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
+from ecab.config import ConfigError
+from ecab.core.plugins import Registry, import_target
 from ecab.env.agent_protocol import Agent
+from ecab.schema import Task
+
+PYTHON_KIND = "python"      # model.kind=python: model.target names the factory by import path
+LLM_KINDS = ("openai",)     # kinds that always call an endpoint (model_id, base_url, key, limiter)
+
+
+@dataclass
+class AgentContext:
+    """What a factory gets to build the agent of one episode (agents keep per-episode state, so every episode
+    gets a fresh one).
+
+    `task` is the whole task, hidden parts included: ecab's reference agents (the oracle) need it. An agent
+    under evaluation reads only `query` and what its tools return, as a model does."""
+
+    task: Task
+    seed: int                                   # the episode's seed (seed, task, trial), for any randomness
+    budget: int                                 # the episode's budget of tool calls
+    options: dict[str, Any] = field(default_factory=dict)   # model.options: the user's own keys
+    model: Any = None                           # the whole model config section
+    chat: Any = None                            # the run's shared ChatClient (with the endpoint's limiter), when
+                                                # the model config names an endpoint (model_id); else None
+
+    @property
+    def query(self) -> str:
+        """The shopper's visible query: also the episode's first user message."""
+        return self.task.user_query or ""
+
+
+AgentFactory = Callable[[AgentContext], Any]
+
+AGENTS: Registry[AgentFactory] = Registry("agent", "model.kind")
+
+
+def register_agent(name: str, factory: AgentFactory | None = None, *, replace: bool = False):
+    """Register an agent factory under `name` (then `model.kind=<name>` selects it). Usable as a decorator:
+    `@ecab.register_agent("mine")` over `def make(context: AgentContext) -> Agent`."""
+    if factory is None:
+        return lambda f: AGENTS.register(name, f, replace=replace)
+    return AGENTS.register(name, factory, replace=replace)
+
+
+def _oracle(context: AgentContext) -> Agent:
+    from ecab.agents.oracle import OracleAgent
+    return OracleAgent(context.task)
+
+
+def _heuristic(context: AgentContext) -> Agent:
+    from ecab.agents.heuristic import HeuristicAgent
+    return HeuristicAgent(context.task, context.seed, budget=context.budget)
+
+
+def _random(context: AgentContext) -> Agent:
+    from ecab.agents.random_agent import RandomAgent
+    return RandomAgent(context.task, context.seed)
+
+
+def _query_only(context: AgentContext) -> Agent:
+    from ecab.agents.query_only import QueryOnlyAgent
+    return QueryOnlyAgent(context.task, context.seed, context.budget)
+
+
+def _openai(context: AgentContext) -> Agent:
+    from ecab.agents.openai_agent import OpenAIAgent
+    from ecab.llm.client import ChatClient
+    chat = context.chat if context.chat is not None else ChatClient(llm_settings(context.model))
+    return OpenAIAgent(chat, context.budget)
+
+
+for _name, _factory in (("oracle", _oracle), ("heuristic", _heuristic), ("random", _random),
+                        ("query-only", _query_only), ("openai", _openai)):
+    AGENTS.register(_name, _factory)
 
 OFFLINE_KINDS = ("oracle", "heuristic", "random", "query-only")
-LLM_KINDS = ("openai",)
+
+
+def _get(section: Any, key: str, default: Any = None) -> Any:
+    """A key of a config section given as a dict, an omegaconf node or a typed dataclass."""
+    if isinstance(section, dict):
+        return section.get(key, default)
+    value = getattr(section, key, default)
+    return default if value is None else value
 
 
 def _kind(model_cfg: Any) -> str:
-    return model_cfg["kind"] if isinstance(model_cfg, dict) else model_cfg.kind
+    return str(_get(model_cfg, "kind", ""))
+
+
+def uses_endpoint(model_cfg: Any) -> bool:
+    """Whether the model config names an OpenAI-compatible endpoint: always for kind openai, and for any other
+    kind whose config sets `model_id` (a user's agent that calls a model through ecab's chat client)."""
+    return _kind(model_cfg) in LLM_KINDS or bool(_get(model_cfg, "model_id"))
 
 
 def llm_settings(model_cfg: Any):
-    """The model layer's settings (ecab.llm.ModelSettings) of an LLM model config; None for offline agents."""
-    if _kind(model_cfg) not in LLM_KINDS:
+    """The model layer's settings (ecab.llm.ModelSettings) of a model config that names an endpoint; None for
+    agents that call none. The runner builds one limiter and chat client from them, shared by all episodes."""
+    if not uses_endpoint(model_cfg):
         return None
     from ecab.llm import ModelSettings
     return ModelSettings.from_config(model_cfg)
 
 
-def make_agent(model_cfg: Any, task, seed: int, budget: int = 100, *, chat=None) -> Agent:
-    """A fresh agent for one episode (agents keep per-episode state). LLM agents share `chat`, the chat client
-    the runner built with the endpoint's limiter; without one an LLM agent makes its own, without a limiter."""
+def agent_factory(model_cfg: Any) -> AgentFactory:
+    """The factory a model config names: `kind: python` imports `target`, any other kind is looked up."""
     kind = _kind(model_cfg)
-    if kind == "oracle":
-        from ecab.agents.oracle import OracleAgent
-        return OracleAgent(task)
-    if kind == "heuristic":
-        from ecab.agents.heuristic import HeuristicAgent
-        return HeuristicAgent(task, seed, budget=budget)
-    if kind == "random":
-        from ecab.agents.random_agent import RandomAgent
-        return RandomAgent(task, seed)
-    if kind == "query-only":
-        from ecab.agents.query_only import QueryOnlyAgent
-        return QueryOnlyAgent(task, seed, budget)
-    if kind == "openai":
-        from ecab.agents.openai_agent import OpenAIAgent
-        from ecab.llm.client import ChatClient
-        return OpenAIAgent(chat if chat is not None else ChatClient(llm_settings(model_cfg)), budget)
-    raise ValueError(f"unknown model kind '{kind}' (kinds: {', '.join(OFFLINE_KINDS + LLM_KINDS)})")
+    if kind == PYTHON_KIND:
+        target = _get(model_cfg, "target")
+        if not target:
+            raise ConfigError("model.kind=python needs model.target: the import path of your agent factory "
+                              "(package.module:function)")
+        return import_target(target, key="model.target")
+    return AGENTS.get(kind)
+
+
+def check_agent_config(model_cfg: Any) -> None:
+    """Before any work: the model's kind is known and a python target imports (one line naming the key)."""
+    factory = agent_factory(model_cfg)
+    if not callable(factory):
+        raise ConfigError(f"model.target {_get(model_cfg, 'target')!r} is not callable")
+
+
+def make_agent(model_cfg: Any, task: Task, seed: int, budget: int = 100, *, chat=None) -> Agent:
+    """A fresh agent for one episode. LLM agents share `chat`, the chat client the runner built with the
+    endpoint's limiter; without one an openai agent makes its own, without a limiter."""
+    options = _get(model_cfg, "options") or {}
+    context = AgentContext(task=task, seed=seed, budget=budget, options=dict(options), model=model_cfg, chat=chat)
+    return as_agent(agent_factory(model_cfg), context)
+
+
+def as_agent(factory: AgentFactory, context: AgentContext) -> Agent:
+    """Call a factory and adapt what it returns: an `Agent` as is, a loop-owning agent (an object with `run`,
+    or the factory itself an `async def (session)`) through the bridge."""
+    from ecab.agents.bridge import BridgeAgent
+    if inspect.iscoroutinefunction(factory):
+        return BridgeAgent(factory, context)
+    built = factory(context)
+    if callable(getattr(built, "act", None)):
+        return built
+    if callable(getattr(built, "run", None)):
+        return BridgeAgent(built.run, context, name=getattr(built, "name", None))
+    raise ConfigError(f"the agent factory {getattr(factory, '__qualname__', factory)!r} returned "
+                      f"{type(built).__name__}: expected an Agent (async act(messages, tools)) or a loop-owning "
+                      f"agent (async run(session))")

@@ -48,10 +48,20 @@ async def run_episode(task: Task, agent: Agent, toolbox, settings: EpisodeSettin
         _fail(traj, "agent_error", str(exc))
     except InfraError as exc:
         _fail(traj, "infra_error", str(exc))
+    finally:
+        await _close(agent)
     traj.wall_s = round(time.perf_counter() - started, 4)
     traj.revealed_slots = [s.revealed_slot for s in traj.steps if s.revealed_slot]
     traj.tool_errors = sum(1 for s in traj.steps if s.is_error)
     return traj
+
+
+async def _close(agent: Agent) -> None:
+    """Let an agent that holds something for the episode release it (a loop-owning agent's task,
+    agents/bridge.py); agents without `aclose` hold nothing."""
+    close = getattr(agent, "aclose", None)
+    if close is not None:
+        await close()
 
 
 def _fail(traj: Trajectory, termination: str, message: str) -> None:

@@ -160,12 +160,27 @@ def ecab_keys(episodes: Sequence[Episode]) -> dict[str, Any]:
     }
 
 
+def judge_scores(episodes: Sequence[Episode]) -> dict[str, dict[str, Any]]:
+    """Scores a judge gave beside its verdicts (`Judgement.extras["scores"]`: {name: number}, docs/extending.md),
+    each summarised over the judged episodes that have it: {name: {"mean", "n"}}."""
+    values: dict[str, list[float]] = {}
+    for e in episodes:
+        given = e.judgement.extras.get("scores") if e.judgement is not None else None
+        for name, value in (given.items() if isinstance(given, dict) else ()):
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                values.setdefault(str(name), []).append(float(value))
+    return {name: {"mean": round(sum(v) / len(v), 4), "n": len(v)} for name, v in sorted(values.items())}
+
+
 def summarize(tasks: dict[str, Task], trajectories: Iterable[Trajectory], judgements: Iterable[Judgement], *,
               model: str, judge_model: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The summary.json object: the original's keys first, then ecab's, then `extra` (run metadata)."""
     episodes = join_episodes(tasks, trajectories, judgements)
     summary = original_keys(episodes, model=model, judge_model=judge_model)
     summary.update(ecab_keys(episodes))
+    scores = judge_scores(episodes)
+    if scores:                  # only a judge that gives scores of its own adds the key
+        summary["judge_scores"] = scores
     for key, value in (extra or {}).items():
         if key in summary:
             raise ValueError(f"extra key {key!r} would overwrite the metric of the same name")

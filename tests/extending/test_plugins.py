@@ -1,0 +1,136 @@
+"""The extension points (ecab/core/plugins.py): a registered or imported agent and judge are found by their
+config, a wrong name or import path is one line naming the key, and an installed package registers through
+the `ecab.plugins` entry-point group."""
+import asyncio
+import textwrap
+
+import pytest
+
+import ecab
+from ecab.agents import AGENTS, agent_factory, check_agent_config, make_agent
+from ecab.config import ConfigError
+from ecab.core import plugins
+from ecab.judge.dispatch import JUDGES, check_judge_config, configured_judge
+from ecab.schema import Task, Trajectory
+
+TASK = Task.from_dict({"id": "t1", "intent_category": "product_search", "user_query": "a cable",
+                       "target_product": {"product_id": "P1", "title": "Cable"},
+                       "rubrics": [{"id": "r1", "type": "entity_match", "field": "title", "expected_value": "cable"},
+                                   {"id": "r2", "type": "entity_match", "field": "title", "expected_value": "usb"}]})
+
+
+@pytest.fixture
+def registered():
+    """Names registered by a test, removed after it so no test sees another's agents or judges."""
+    names = []
+    yield names
+    for registry, name in names:
+        registry.unregister(name)
+
+
+def test_a_registered_agent_is_built_by_its_kind_with_its_options(registered):
+    @ecab.register_agent("test-echo")
+    def make(context):
+        class Echo:
+            name = "echo"
+            options = context.options
+
+            async def act(self, messages, tools):
+                return ecab.AgentTurn(message={"role": "assistant", "content": context.query})
+        return Echo()
+    registered.append((AGENTS, "test-echo"))
+
+    agent = make_agent({"kind": "test-echo", "options": {"depth": 3}}, TASK, seed=1, budget=7)
+    assert agent.options == {"depth": 3}
+    turn = asyncio.run(agent.act([], []))
+    assert turn.message["content"] == "a cable"
+    with pytest.raises(ConfigError, match="already registered"):
+        ecab.register_agent("test-echo", lambda c: None)
+
+
+@pytest.mark.parametrize("model, message", [
+    ({"kind": "nope"}, "unknown model.kind 'nope'; choose one of: heuristic, openai, oracle, query-only, random"),
+    ({"kind": "python"}, "model.kind=python needs model.target"),
+    ({"kind": "python", "target": "examples.plain_agent"}, "model.target must be an import path"),
+    ({"kind": "python", "target": "no_such_package_xyz.mod:make"}, "model.target: cannot import 'no_such_package_xyz.mod'"),
+    ({"kind": "python", "target": "examples.plain_agent:missing"}, "has no attribute 'missing'"),
+    ({"kind": "python", "target": "examples.plain_agent:__doc__"}, "is not callable"),
+])
+def test_a_wrong_agent_config_is_one_line_naming_the_key(model, message):
+    with pytest.raises(ConfigError) as caught:
+        check_agent_config(model)
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_python_target_is_imported_by_name():
+    from examples.plain_agent import make_agent as example
+    assert agent_factory({"kind": "python", "target": "examples.plain_agent:make_agent"}) is example
+
+
+def test_a_user_judge_needs_only_judge_episode_and_gets_the_correctness_rule(registered):
+    class Strict:
+        async def judge_episode(self, task, trajectory, catalog):
+            return [ecab.Verdict(rubric_id=r.id, type=r.type, satisfied=r.id == "r1") for r in task.rubrics]
+
+    ecab.register_judge("test-strict", lambda context: Strict())
+    registered.append((JUDGES, "test-strict"))
+    config = {"name": "strict", "kind": "test-strict"}
+    check_judge_config(config)
+    traj = Trajectory(id="t1", predicted_product_id="P2", unit={"task_id": "t1"})
+    with configured_judge(config) as judge:
+        judgement = asyncio.run(judge.judge_episode(TASK, traj, None))
+        assert (judge.name, judge.model_name) == ("strict", "strict")
+        assert judge.describe()["kind"] == "Strict"
+    assert judgement.judge == "strict" and judgement.all_satisfied is False and judgement.correct is False
+    assert [v.satisfied for v in judgement.verdicts] == [True, False]
+
+
+def test_a_judge_factory_that_returns_no_judge_is_named():
+    with pytest.raises(ConfigError, match="expected an object with async judge_episode"):
+        with configured_judge({"name": "x", "kind": "python", "target": "examples.plain_agent:last_result"}):
+            pass
+
+
+def test_an_installed_package_registers_through_the_entry_point_group(tmp_path, monkeypatch):
+    (tmp_path / "ecab_test_plugin.py").write_text(textwrap.dedent("""
+        import ecab
+
+        def register():
+            ecab.register_agent("from-entry-point", lambda context: None)
+    """))
+    info = tmp_path / "ecab_test_plugin-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ecab-test-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[ecab.plugins]\ntest = ecab_test_plugin:register\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(plugins, "_loaded", False)
+    try:
+        assert "from-entry-point" in AGENTS.names()
+        assert AGENTS.get("from-entry-point")(None) is None
+    finally:
+        AGENTS.unregister("from-entry-point")
+
+
+def test_a_broken_plugin_is_named_not_a_traceback(tmp_path, monkeypatch):
+    info = tmp_path / "broken_plugin-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[ecab.plugins]\nbroken = no_such_module_abc:register\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(plugins, "_loaded", False)
+    with pytest.raises(plugins.PluginError, match="plugin 'broken' .* failed to load: ModuleNotFoundError"):
+        AGENTS.get("anything-unregistered")
+
+
+def test_the_public_api_is_lazy_and_complete():
+    import subprocess
+    import sys
+    probe = ("import sys, ecab; heavy = [m for m in ('ray', 'torch', 'lancedb', 'openai') if m in sys.modules]; "
+             "print(heavy); print(sorted(n for n in ecab.__all__ if getattr(ecab, n, None) is None))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[0] == "[]"           # importing ecab pulls in nothing heavy
+    assert out.stdout.splitlines()[1] == "[]"           # every public name resolves
+    for name in ("evaluate", "Agent", "AgentTurn", "Judge", "Verdict", "Task", "Product", "register_agent",
+                 "register_judge", "register_catalog_source", "register_tool"):
+        assert name in ecab.__all__
