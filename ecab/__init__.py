@@ -43,9 +43,12 @@ _EXPORTS: dict[str, str] = {
     "Review": "ecab.schema",
     "Rubric": "ecab.schema",
     "Trajectory": "ecab.schema",
-    "register_catalog_source": "ecab.catalog.build",
+    "register_catalog_source": "ecab.catalog.sources",
+    "CatalogBatch": "ecab.catalog.base",
     "Tool": "ecab.env.tools",
     "register_tool": "ecab.env.tools",
+    "unregister_tool": "ecab.env.tools",
+    "registered_tool": "ecab.env.tools",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -2,31 +2,47 @@
 
 catalog (built once, cached) -> benchmark (generated or a file) -> episodes (checkpointed) -> judge ->
 reduce -> runs/<run.name>/. Re-running the same command resumes: finished units are skipped.
+
+The composed config is parsed once into the typed `EcabConfig` (ecab/config/schema.py: every check runs there);
+the stages below read its typed sections. Each stage also accepts the composed DictConfig (tests, ecab/api.py)
+and parses it itself (`parse` returns a typed config as it is).
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import sys
 import time
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from ecab.config import ConfigError, die, preflight, require, validate_numbers
+from ecab.config import (ConfigError, EcabConfig, EndpointModelConfig, ModelConfig, die, parse, preflight,
+                         register_schemas)
 from ecab.core.process_env import configure_process_env
 from ecab.env.agent_protocol import EndpointRefused
 from ecab.runner.protocol import RunnerFailed
-from ecab.schema import DEFAULT_MAX_LINE_BYTES, FormatError, Task, read_tasks
+from ecab.schema import FormatError, Task
 from ecab.view import report_after_run
 
 if TYPE_CHECKING:
     from ecab.runner.protocol import RunnerStats
 
+Config = DictConfig | EcabConfig     # a composed config (parsed by the stage) or the parsed one
+
 SECRET_MARKERS = ("api_key", "secret", "token", "password")
+# Keys the typed schema gives every config of a section the run's identity (config hash) covers; left out of the
+# identity while at these "unset" values, so a run recorded before them keeps its hash and resumes.
+UNSET_IN_IDENTITY: dict[str, dict[str, object]] = {
+    "model": {"target": None, "options": {}, "sim": None},
+    "catalog": {"target": None, "options": {}},
+    "benchmark": {"name": None},
+    "construct": {"min_category_size": None},
+}
 
 
 def redact(value):
@@ -55,32 +71,38 @@ def package_versions() -> dict[str, str]:
 
 # ------------------------------------------------------------------------------------------------ stages
 
-def validate(cfg: DictConfig) -> None:
-    validate_numbers(cfg)   # budget, trials, limits, concurrency, workers, shards, replicas, timeouts, ...
+def validate(cfg: Config) -> EcabConfig:
+    """Parse (every range and choice check of the schema) and check what needs more than the config: the agent
+    kind and its target, the model's settings and key, the benchmark file, the judge. Returns the typed config."""
+    cfg = parse(cfg)
     from ecab.agents import check_agent_config, uses_endpoint
     check_agent_config(cfg.model)     # a known kind, or a python target that imports
     if uses_endpoint(cfg.model):
         validate_llm_model(cfg.model)
     if cfg.benchmark.source == "file":
-        path = Path(str(require(cfg, "benchmark.path")))
+        path = Path(str(cfg.benchmark.path))
         if not path.is_file():
-            if OmegaConf.select(cfg, "benchmark.name") == "released":
+            if cfg.benchmark.name == "released":
                 from ecab.data import fetch_benchmark_command
                 raise ConfigError(f"benchmark=released: {path} is not there yet; fetch it with: "
                                   f"{fetch_benchmark_command(path)}")
             raise ConfigError(f"benchmark.path: file not found: {path}")
-    if cfg.tools.search not in ("hybrid", "fts", "vector", "original"):
-        raise ConfigError(f"tools.search must be hybrid, fts, vector or original, got {cfg.tools.search!r}")
     from ecab.judge.dispatch import check_judge_config
     check_judge_config(cfg.judge)   # an LLM judge's key is checked before any episode runs
+    from ecab.env.tools import import_tools
+    import_tools(tuple(cfg.tools.extra))   # users' tools import here first, not in every episode
+    return cfg
 
 
-def validate_llm_model(model: DictConfig) -> None:
+def validate_llm_model(model: ModelConfig) -> None:
     """Before any work: the model id, the model settings, the simulator settings, and the API key (its
     variable, never its value)."""
-    from ecab.llm import ModelSettings, resolve_api_key
-    require(model, "model_id")
-    settings = ModelSettings.from_config(model)
+    from ecab.llm import resolve_api_key
+    from ecab.llm.settings import model_settings
+    if not isinstance(model, EndpointModelConfig):
+        raise ConfigError(f"model '{model.name}' names no endpoint: an endpoint model's YAML starts with "
+                          "`defaults: [schema_endpoint, _self_]` and sets model_id")
+    settings = model_settings(model)
     if settings.sim is not None:
         from ecab.sim import SimConfig
         try:
@@ -90,7 +112,7 @@ def validate_llm_model(model: DictConfig) -> None:
     resolve_api_key(settings, offline="pick an offline model (model=heuristic, model=oracle, model=sim)")
 
 
-def start_simulator(cfg: DictConfig):
+def start_simulator(cfg: EcabConfig) -> tuple[Any, EcabConfig]:
     """model=sim without a base_url: serve the simulator in this process, with the agent's reply policy;
     returns (server or None, the config to run with, its model.base_url pointing at the simulator)."""
     from ecab.agents import llm_settings
@@ -104,33 +126,25 @@ def start_simulator(cfg: DictConfig):
     if server is None:
         return None, cfg
     print(f"simulator: {served.base_url} (stopped at the end of the run)")
-    return server, OmegaConf.merge(cfg, {"model": {"base_url": served.base_url}})
+    assert isinstance(cfg.model, EndpointModelConfig)   # llm_settings found an endpoint
+    return server, dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, base_url=served.base_url))
 
 
-def open_catalog(cfg: DictConfig):
+def open_catalog(cfg: Config):
     from ecab.catalog.build import ensure_catalog
+    cfg = parse(cfg)
     return ensure_catalog(cfg.catalog, Path(cfg.cache_dir))
 
 
-def load_tasks(cfg: DictConfig, catalog=None) -> list[Task]:
-    """The run's tasks: a benchmark file (needs no catalog), or the generated benchmark of `catalog`. Lines are
-    capped at benchmark.max_line_bytes; bad UTF-8, bad JSON and repeated task ids are errors naming file:line."""
-    cap = int(OmegaConf.select(cfg, "benchmark.max_line_bytes", default=None) or DEFAULT_MAX_LINE_BYTES)
-    if cfg.benchmark.source == "file":
-        tasks = read_tasks(cfg.benchmark.path, max_line_bytes=cap)
-    else:
-        from ecab.construct.benchmark_cache import ensure_benchmark
-        tasks = read_tasks(ensure_benchmark(cfg, catalog, Path(cfg.cache_dir)), max_line_bytes=cap)
-    tasks = [t for t in tasks if t.is_ok]
-    if cfg.benchmark.limit is not None:
-        tasks = tasks[: int(cfg.benchmark.limit)]
-    if not tasks:
-        raise ConfigError("the benchmark has no runnable tasks (sample_status ok)")
-    return tasks
+def load_tasks(cfg: Config, catalog=None) -> list[Task]:
+    """The run's tasks (ecab/construct/task_set.py: a benchmark file, or the generated benchmark of `catalog`)."""
+    from ecab.construct.task_set import load_tasks as task_set
+    return task_set(parse(cfg), catalog)
 
 
-def run_name(cfg: DictConfig) -> str:
-    benchmark = OmegaConf.select(cfg, "benchmark.name") or cfg.benchmark.source   # released, file or generated
+def run_name(cfg: Config) -> str:
+    cfg = parse(cfg)
+    benchmark = cfg.benchmark.name or cfg.benchmark.source   # released, file or generated
     return cfg.run.name or f"{cfg.model.name}-b{cfg.budget}-{benchmark}"
 
 
@@ -166,11 +180,12 @@ def lock_folder(folder) -> None:
               f"({describe(lock.stale)})")
 
 
-def prepare_folder(cfg: DictConfig, tasks: list[Task], catalog):
+def prepare_folder(cfg: Config, tasks: list[Task], catalog):
     """Lock, then create or reopen the run folder; refuse to resume into a run of a different config or task
     set. With run.resume=false an existing run is moved aside (`<name>.<timestamp>`), never deleted. The
     folder comes back locked: release it (`folder.release()`) when the run is over."""
     from ecab.runs import RunFolder
+    cfg = parse(cfg)
     folder = RunFolder(Path(cfg.run.dir) / run_name(cfg))
     lock_folder(folder)
     try:
@@ -181,15 +196,27 @@ def prepare_folder(cfg: DictConfig, tasks: list[Task], catalog):
     return folder
 
 
-def _prepare_locked(cfg: DictConfig, tasks: list[Task], catalog, folder) -> None:
-    from ecab.runs.lock import LOCK_NAME
-    resolved = redact(OmegaConf.to_container(cfg, resolve=True))
-    # The runner (local or ray, its concurrency) never changes a result, so a run may resume on another.
-    # What the episodes depend on: not how they are scheduled (runner) or named (run), nor the judge,
-    # which can be changed and re-run on finished episodes (python -m ecab.judge).
+def identity_of(resolved: dict) -> dict:
+    """What a run's results depend on, for its config hash: the resolved config without the runner (how the
+    episodes are scheduled), the run (how it is named), the judge (which can be changed and re-run on finished
+    episodes: python -m ecab.judge) and the benchmark file's read guard; without schema keys left unset."""
     identity = {k: v for k, v in resolved.items() if k not in ("run", "runner", "judge")}
-    # Nor a guard on reading the task file (the task set's own hash is checked below).
+    for group, unset in UNSET_IN_IDENTITY.items():
+        if isinstance(identity.get(group), dict):
+            identity[group] = {k: v for k, v in identity[group].items() if not (k in unset and v == unset[k])}
+    if isinstance(identity.get("construct"), dict) and isinstance(identity["construct"].get("llm"), dict) \
+            and identity["construct"]["llm"].get("max_tokens") is None:
+        identity["construct"] = {**identity["construct"],
+                                 "llm": {k: v for k, v in identity["construct"]["llm"].items() if k != "max_tokens"}}
     identity["benchmark"] = {k: v for k, v in identity["benchmark"].items() if k != "max_line_bytes"}
+    return identity
+
+
+def _prepare_locked(cfg: EcabConfig, tasks: list[Task], catalog, folder) -> None:
+    from ecab.runs.lock import LOCK_NAME
+    resolved = redact(dataclasses.asdict(cfg))
+    # The runner (local or ray, its concurrency) never changes a result, so a run may resume on another.
+    identity = identity_of(resolved)
     manifest = {
         "run_name": run_name(cfg),
         "config_hash": stable_hash(identity),
@@ -216,7 +243,7 @@ def _prepare_locked(cfg: DictConfig, tasks: list[Task], catalog, folder) -> None
     folder.write_manifest(manifest)
 
 
-def run_episodes(cfg: DictConfig, tasks: list[Task], catalog, folder, *, catalog_pool=None,
+def run_episodes(cfg: Config, tasks: list[Task], catalog, folder, *, catalog_pool=None,
                  on_done=None) -> RunnerStats:
     """Run the units not yet finished in the folder (resume; infra_error ones run again) on the configured
     runner (`on_done(trajectory)` after each); records the runner's counts (retried units, catalog actor
@@ -226,15 +253,15 @@ def run_episodes(cfg: DictConfig, tasks: list[Task], catalog, folder, *, catalog
     from ecab.env.episode import EpisodeSettings
     from ecab.runner.factory import make_runner
 
+    cfg = parse(cfg)
     units = make_units([t.id for t in tasks], cfg.model.name, cfg.budget, cfg.seed, cfg.trials)
     done = {k for k, t in folder.latest_trajectories().items() if t.termination != "infra_error"}
     todo = [u for u in units if u.key not in done]
     if len(todo) < len(units):
         print(f"resuming: {len(units) - len(todo)} of {len(units)} episodes already done")
-    wall_clock = OmegaConf.select(cfg, "episode.wall_clock_s", default=None) or \
-        OmegaConf.select(cfg, "model.wall_clock_s", default=None)
-    settings = EpisodeSettings(budget=cfg.budget, final_warning=bool(OmegaConf.select(cfg, "episode.final_warning",
-                                                                                       default=False)),
+    wall_clock = cfg.episode.wall_clock_s or \
+        (cfg.model.wall_clock_s if isinstance(cfg.model, EndpointModelConfig) else None)
+    settings = EpisodeSettings(budget=cfg.budget, final_warning=cfg.episode.final_warning,
                                wall_clock_s=float(wall_clock) if wall_clock else None)
     by_id = {t.id: t for t in tasks}
     simulator, cfg = start_simulator(cfg)   # after the manifest: the simulator's port is not part of the config
@@ -251,10 +278,11 @@ def run_episodes(cfg: DictConfig, tasks: list[Task], catalog, folder, *, catalog
     return stats
 
 
-def judge_and_reduce(cfg: DictConfig, tasks: list[Task], catalog, folder) -> dict:
+def judge_and_reduce(cfg: Config, tasks: list[Task], catalog, folder) -> dict:
     from ecab.judge.dispatch import judge_run
     from ecab.reduce import reduce_run
 
+    cfg = parse(cfg)
     by_id = {t.id: t for t in tasks}
     trajectories = [t for t in folder.latest_trajectories().values() if t.id in by_id]
     judged = judge_run(cfg.judge, by_id, trajectories, catalog)   # judge=rules | llm
@@ -272,11 +300,12 @@ def judge_and_reduce(cfg: DictConfig, tasks: list[Task], catalog, folder) -> dic
     return summary
 
 
-def task_audit(cfg: DictConfig, tasks: list[Task], catalog) -> dict:
+def task_audit(cfg: Config, tasks: list[Task], catalog) -> dict:
     """The validity audit headline of the run's task set (ecab/construct/validity.py): from the benchmark
     folder's audit (written at construction) when it covers every task, else computed when the catalog is
     small, else "not audited" with the reason. Never fails a finished run: an error becomes the reason."""
     from ecab.construct.validity import not_audited, task_set_audit
+    cfg = parse(cfg)
     try:
         if cfg.benchmark.source == "file":
             bench_dir = Path(str(cfg.benchmark.path)).parent
@@ -326,9 +355,10 @@ def warn_if_no_sandbox() -> None:
         print(f"warning: {status.line()}")
 
 
-def main_job(cfg: DictConfig) -> dict:
-    """The whole run; returns the summary, with `infra_error_units` (units left in infra_error) added."""
-    validate(cfg)
+def main_job(cfg: Config) -> dict:
+    """The whole run of one composed (or parsed) config; returns the summary, with `infra_error_units` (units
+    left in infra_error) added."""
+    cfg = validate(cfg)
     started = time.perf_counter()
     # A benchmark file is read (and any bad line refused) before the catalog is opened or built.
     tasks = load_tasks(cfg) if cfg.benchmark.source == "file" else None
@@ -358,11 +388,15 @@ def exit_code() -> int:
     return _exit_code
 
 
+register_schemas()   # conf/ composes against the typed schema (ecab/config/schema.py)
+
+
 @hydra.main(config_path="../conf", config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     global _exit_code
     try:
-        summary = main_job(cfg)
+        typed = parse(cfg)         # the one parse of this job's config
+        summary = main_job(typed)
     except (ConfigError, FormatError) as exc:
         die(str(exc))
     except EndpointRefused as exc:
@@ -376,7 +410,7 @@ def main(cfg: DictConfig) -> None:
               f"in infra_error (first: {summary['first_infra_error']}); re-run the same command to retry them",
               file=sys.stderr)
         _exit_code = max(_exit_code, EXIT_INFRA_ERRORS)
-    report_after_run(Path(cfg.run.dir) / run_name(cfg))   # the report.html of the run; prints its path
+    report_after_run(Path(typed.run.dir) / run_name(typed))   # the report.html of the run; prints its path
 
 
 if __name__ == "__main__":

@@ -31,5 +31,9 @@ async def shop(session: ecab.ToolSession) -> str:
     stats = await session.call("get_product_review_stats", {"product_ids": shortlist})
     rating = {row["product_id"]: row.get("average_rating") or 0 for row in stats.get("products", [])}
     best = max(shortlist, key=lambda p: (seen[p], rating.get(p, 0)))
+    if "get_price" in session.tool_names:          # a user's tool (examples/extra_tool.py), when offered
+        price = await session.call("get_price", {"product_id": best})
+        if "error" in price:
+            return f"could not price {best}"
     await session.call("recommend_product", {"product_id": best, "reasoning": "seen in most searches"})
     return "recommended"

@@ -60,25 +60,22 @@ def run_study(budgets: list[int], overrides: list[str], study: str | None = None
     from ecab.config import load_config
     from ecab.run import judge_and_reduce, load_tasks, open_catalog, prepare_folder, run_episodes, validate
     from ecab.core.ray_connect import ensure_ray
-    from ecab.runner.ray_cluster import RayOptions
     from ecab.runner.ray_catalog import CatalogPool
 
     base = ["runner=ray", *[o for o in overrides if not o.startswith("runner=")]]
-    cfg = load_config([*base, f"budget={budgets[0]}"])
-    validate(cfg)
+    cfg = validate(load_config([*base, f"budget={budgets[0]}"]))
     catalog = open_catalog(cfg)
     tasks = load_tasks(cfg, catalog)
     ensure_ray(cfg.runner.address)
-    options = RayOptions.from_config(cfg.runner)
-    pool = CatalogPool(Path(catalog.path).resolve(), catalog.meta, int(cfg.catalog.replicas or 1),
-                       num_cpus=options.catalog_cpus, max_concurrency=options.catalog_max_concurrency)
+    # the catalog actors every budget's run shares, placed as runner=ray places its own (conf/runner/ray.yaml)
+    pool = CatalogPool(Path(catalog.path).resolve(), catalog.meta, cfg.catalog.replicas,
+                       num_cpus=cfg.runner.catalog_cpus, max_concurrency=cfg.runner.catalog_max_concurrency)
     rows = []
     try:
         for budget in budgets:
             # One run folder per budget: the default name carries the budget; a given run.name gets it added.
             named = [f"run.name={cfg.run.name}-b{budget}"] if cfg.run.name else []
-            run_cfg = load_config([*base, f"budget={budget}", *named])
-            validate(run_cfg)
+            run_cfg = validate(load_config([*base, f"budget={budget}", *named]))
             folder = prepare_folder(run_cfg, tasks, catalog)   # locked, like any run folder
             try:
                 print(f"budget {budget}: {len(tasks)} tasks x {run_cfg.trials} trial(s) -> {folder.path}")

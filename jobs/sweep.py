@@ -21,15 +21,17 @@ def sweep_argv(args: list[str]) -> list[str]:
 
 
 def main() -> None:
-    from ecab.core.process_env import configure_process_env
+    """Runs ecab.run as `python -m ecab.run` would, in this process (the driver `ray job submit` watches).
 
-    configure_process_env()   # first: before anything imports Ray, Hugging Face or tokenizers
-    from ecab.run import exit_code
-    from ecab.run import main as run_main
+    Not `from ecab.run import main`: Hydra finds conf/ relative to the file of a task function run as
+    __main__, but as the package module `conf` when it is imported as `ecab.run` (no such package: "Primary
+    config module 'conf' not found"). runpy also runs ecab.run's own start-up (process environment first,
+    the one-line check of the overrides) and its exit status (non-zero when a job left units in infra_error).
+    """
+    import runpy
 
-    sys.argv = sweep_argv(sys.argv[1:])
-    run_main()
-    sys.exit(exit_code())   # non-zero when a job left units in infra_error
+    sys.argv = [sys.argv[0], *sweep_argv(sys.argv[1:])[1:]]
+    runpy.run_module("ecab.run", run_name="__main__", alter_sys=True)
 
 
 if __name__ == "__main__":

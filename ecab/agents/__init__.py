@@ -114,8 +114,8 @@ def llm_settings(model_cfg: Any):
     agents that call none. The runner builds one limiter and chat client from them, shared by all episodes."""
     if not uses_endpoint(model_cfg):
         return None
-    from ecab.llm import ModelSettings
-    return ModelSettings.from_config(model_cfg)
+    from ecab.llm.settings import model_settings
+    return model_settings(model_cfg)
 
 
 def agent_factory(model_cfg: Any) -> AgentFactory:

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from ecab.agents import make_agent
-from ecab.config import load_config
+from ecab.config import load_config, parse
 from ecab.env.episode import EpisodeSettings, run_episode
 from ecab.env.tools import ToolBox
 
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--concurrency", default="1,32")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. catalog.products=5000")
     args = parser.parse_args(argv)
-    cfg = load_config(args.overrides)
+    cfg = parse(load_config(args.overrides))
     from ecab.catalog.build import ensure_catalog
     from ecab.construct.benchmark_cache import ensure_benchmark
     from ecab.schema import read_tasks

@@ -195,7 +195,7 @@ def run(args: argparse.Namespace) -> dict:
         model = sim_model_cfg(sim.base_url, 1)
         for concurrency in args.concurrency:
             units = max(concurrency, math.ceil(args.waves * concurrency))
-            spec = {"base_url": sim.base_url, "model_id": model["model_id"], "concurrency": concurrency,
+            spec = {"base_url": sim.base_url, "model_id": model.model_id, "concurrency": concurrency,
                     "budget": args.budget, "episodes": units, "overrides": list(args.overrides)}
             for side in args.sides:
                 python, environ = interpreters[side]

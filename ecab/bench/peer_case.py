@@ -84,7 +84,7 @@ def run_side(spec: dict) -> dict:
     from ecab.core.machine import resident_mb
 
     setup = Setup(spec["overrides"])
-    model_name = sim_model_cfg(spec["base_url"], spec["concurrency"])["name"]
+    model_name = sim_model_cfg(spec["base_url"], spec["concurrency"]).name
     units = setup.units(spec["episodes"], spec["budget"], model_name)
     rss_before = resident_mb()
     cpu_start, started = cpu_seconds(), time.time()

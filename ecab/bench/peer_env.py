@@ -52,9 +52,9 @@ class PeerEnv:
 
 def default_root() -> Path:
     """`<cache_dir>/bench/peer-venv`, with cache_dir as conf/config.yaml resolves it."""
-    from ecab.config import load_config
+    from ecab.config import load_config, parse
 
-    return Path(load_config([]).cache_dir) / "bench" / "peer-venv"
+    return Path(parse(load_config([])).cache_dir) / "bench" / "peer-venv"
 
 
 def wanted(inspect_version: str) -> dict[str, str]:

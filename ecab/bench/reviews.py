@@ -71,14 +71,14 @@ def review_embedding_rate(catalog: Catalog, product_ids: list[str]) -> tuple[flo
 
 def main(argv: list[str] | None = None) -> None:
     from ecab.catalog.build import ensure_catalog
-    from ecab.config import ConfigError, die, load_config
+    from ecab.config import ConfigError, die, load_config, parse
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--products", type=int, default=200, help="products per measurement")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. catalog.products=1000000")
     args = parser.parse_args(argv)
     try:
-        cfg = load_config(args.overrides)
+        cfg = parse(load_config(args.overrides))
     except ConfigError as exc:
         die(str(exc))
     catalog = ensure_catalog(cfg.catalog, Path(cfg.cache_dir), progress=True)

@@ -256,11 +256,13 @@ def _dir_bytes(path: Path) -> int:
 
 
 def bench_size(cfg, size: int, n_queries: int, threads: int, n_warmup: int = 50) -> None:
-    from omegaconf import OmegaConf
+    import dataclasses
 
     from ecab.catalog.build import catalog_dir, ensure_catalog
+    from ecab.config import CatalogConfig
 
-    catalog_cfg = OmegaConf.merge(cfg.catalog, {"source": "synthetic", "products": size})
+    base = {f.name: getattr(cfg.catalog, f.name) for f in dataclasses.fields(CatalogConfig)}
+    catalog_cfg = CatalogConfig(**{**base, "source": "synthetic", "products": size})
     cached = (catalog_dir(catalog_cfg, cfg.cache_dir) / "meta.json").exists()
     started = time.perf_counter()
     catalog = ensure_catalog(catalog_cfg, Path(cfg.cache_dir), progress=True)
@@ -428,7 +430,7 @@ def recall_on_tasks(cfg, spec: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from ecab.config import ConfigError, die, load_config
+    from ecab.config import ConfigError, die, load_config, parse
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000", help="comma-separated catalog sizes")
@@ -444,7 +446,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     try:
         sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-        cfg = load_config(args.overrides)
+        cfg = parse(load_config(args.overrides))
     except ValueError as exc:
         die(f"--sizes: {exc}" if not isinstance(exc, ConfigError) else str(exc))
     for size in sizes:

@@ -168,16 +168,16 @@ def admitted_rate(admitted_per_ds: dict, until: float) -> float:
     return sum(n for ds, n in bins.items() if first <= ds < last) / ((last - first) / 10)
 
 
-def sim_model_cfg(base_url: str, concurrency: int) -> dict:
-    from omegaconf import OmegaConf
+def sim_model_cfg(base_url: str, concurrency: int):
+    """conf/model/sim.yaml's typed section pointed at a running simulator (no `sim` block: nothing to start)."""
+    import dataclasses
 
-    from ecab.config import load_config
+    from ecab.config import EndpointModelConfig, load_config, parse
 
-    model = OmegaConf.to_container(load_config(["model=sim"]).model, resolve=True)
-    model.update(base_url=base_url, concurrency=concurrency, max_attempts=50, max_retry_wait_s=5.0,
-                 timeout_s=120, wall_clock_s=None)
-    model.pop("sim", None)
-    return model
+    model = parse(load_config(["model=sim"])).model
+    assert isinstance(model, EndpointModelConfig)
+    return dataclasses.replace(model, base_url=base_url, concurrency=concurrency,
+                               max_attempts=50, max_retry_wait_s=5.0, timeout_s=120, wall_clock_s=None, sim=None)
 
 
 def sim_config(latency_s: float, rpm: float | None) -> dict:
@@ -190,10 +190,10 @@ class Setup:
     """The catalog and tasks every case shares (built once into the cache)."""
 
     def __init__(self, overrides: list[str]):
-        from ecab.config import load_config
+        from ecab.config import load_config, parse
         from ecab.run import load_tasks, open_catalog
 
-        self.cfg = load_config(["model=heuristic", "run.progress=false", *overrides])
+        self.cfg = parse(load_config(["model=heuristic", "run.progress=false", *overrides]))
         self.catalog = open_catalog(self.cfg)
         self.tasks = load_tasks(self.cfg, self.catalog)
         self.catalog.search("warm up the query embedder", limit=1)   # so it is not counted as episode memory
@@ -265,7 +265,7 @@ def run_case(setup: Setup, runner: str, concurrency: int, latency_s: float, budg
     # is not counted as harness cost on the harness's GIL.
     with SimProcess(sim_config(latency_s, rpm)) as sim, tempfile.TemporaryDirectory() as tmp:
         model = sim_model_cfg(sim.base_url, concurrency)
-        units = setup.units(n_units, budget, model["name"])
+        units = setup.units(n_units, budget, model.name)
         folder = RunFolder(Path(tmp) / "run").create()
         episode = EpisodeOptions(model_cfg=model, tool_options={"search_mode": setup.cfg.tools.search})
         harness = os.getpid(), {sim.pid}   # root, excluded subtree
@@ -282,10 +282,12 @@ def run_case(setup: Setup, runner: str, concurrency: int, latency_s: float, budg
             search_cache = setup.catalog.search_cache_stats() if processes == 1 else {}
             memory_mb = memory.growth_mb
         else:
+            from ecab.config import load_config, parse
             from ecab.runner.ray import RayRunner
-            from ecab.runner.ray_cluster import RayOptions
 
-            stats = RayRunner(episode, RayOptions(workers=workers, concurrency=concurrency), limits=limits,
+            options = parse(load_config(["runner=ray", f"runner.workers={workers}",
+                                         f"runner.concurrency={concurrency}"])).runner
+            stats = RayRunner(episode, options, limits=limits,
                               replicas=replicas, progress=False).run(units, tasks, setup.catalog, folder, settings,
                                                                      on_done=on_done)
             search_cache = stats.cluster.search_cache
@@ -431,7 +433,7 @@ def main(argv: list[str] | None = None) -> None:
     concurrencies = parse_list(args.concurrency, int)
     runners, budgets = parse_list(args.runners), parse_list(args.budgets, int)
     setup = Setup(args.overrides)
-    replicas = args.replicas or int(setup.cfg.catalog.get("replicas", 1) or 1)
+    replicas = args.replicas or setup.cfg.catalog.replicas
     print(f"ecab throughput: L={args.latency} s, budgets {budgets}, {len(setup.tasks)} tasks, "
           f"catalog {setup.catalog.count()} products, search {setup.cfg.tools.search}, {usable_cores()} usable "
           f"cores, load {os.getloadavg()[0]:.1f}; ray: {args.workers} workers, {replicas} catalog replica(s)",

@@ -67,11 +67,11 @@ def _print_search(catalog, query: str, mode: str, limit: int = 20) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ecab.config import ConfigError, die, load_config
+    from ecab.config import ConfigError, die, load_config, parse
 
     try:
         command, query, overrides = _parse(list(sys.argv[1:] if argv is None else argv))
-        cfg = load_config(overrides)
+        cfg = parse(load_config(overrides))
         from ecab.catalog.build import catalog_dir, ensure_catalog
 
         mode = str(cfg.tools.search)

@@ -14,7 +14,8 @@ prints the validity audit (ecab/construct/validity.py) of the configured task se
 load-bearing share per source and per rubric type, the share of tasks the query alone singles out; then the
 ADVERSARIES' table (ecab/construct/adversary/, issue 27): the blind dual-path floor among the query's matches,
 every form cue, the learned attacker (two-fold by task) and, with `--baselines`, the accuracy of
-BASELINE_MODELS on the same tasks, run by the normal run machinery (ecab.run) into a temporary run folder;
+BASELINE_MODELS on the same tasks, each run by the normal run command (`python -m ecab.run`, in a child
+process: the run sits in the top layer, above construction) into a temporary run folder;
 then a verdict line against issue 27's criteria. `--no-reviews` leaves review_opinion rubrics unjudged (they
 count as satisfied); `--json PATH` writes the adversaries' figures, the baselines and the verdict as JSON.
 """
@@ -24,10 +25,19 @@ import json
 import sys
 from pathlib import Path
 
-from ecab.config import ConfigError, die, load_config
+from ecab.config import ConfigError, EcabConfig, die, load_config, parse
+from ecab.construct.task_set import load_tasks
 
 
-def open_catalog(cfg, progress: bool = True):
+def typed_config(overrides: list[str]) -> EcabConfig:
+    """The composed and parsed config, or one error line and exit 2."""
+    try:
+        return parse(load_config(overrides))
+    except ConfigError as exc:
+        die(str(exc))
+
+
+def open_catalog(cfg: EcabConfig, progress: bool = True):
     """The configured catalog (the `catalog` group), built into the cache on first use, opened read-only."""
     from ecab.catalog.build import ensure_catalog
 
@@ -42,14 +52,15 @@ BASELINE_MODELS = ("random", "heuristic", "query-only", "oracle")
 
 def run_baselines(overrides: list[str], models=BASELINE_MODELS) -> dict[str, dict]:
     """{model: {"overall": accuracy, "by_intent": {intent: accuracy}}} of each model on the configured tasks,
-    each run by `ecab.run.main_job` (the normal runner, judge and reduce) into a temporary run folder. A model
+    each run by `python -m ecab.run` (the normal runner, judge and reduce; a child process, so that this
+    construct-layer command imports nothing of the layers above it) into a temporary run folder. A model
     without its conf/model/<name>.yaml, or whose run fails, gets {"overall": None, "error": why} and the
     others still run. "catalog": the fingerprint of the catalog the run used (the audit's table flags a
     baseline run on another catalog than the audit's, e.g. when catalog code changed in between)."""
+    import subprocess
     import tempfile
 
     from ecab.config import group_options
-    from ecab.run import main_job
 
     out = {}
     known = set(group_options("model"))
@@ -61,15 +72,20 @@ def run_baselines(overrides: list[str], models=BASELINE_MODELS) -> dict[str, dic
                 print(f"audit: baseline model={model} skipped: conf/model/{model}.yaml does not exist",
                       file=sys.stderr)
                 continue
-            try:
-                cfg = load_config([*overrides, f"model={model}", f"run.dir={tmp}", f"run.name=audit-{model}",
-                                   "run.progress=false", "run.resume=false"])
-                summary = main_job(cfg)
-            except Exception as exc:  # noqa: BLE001 - one baseline failing leaves the others' figures
-                out[model] = {"overall": None, "by_intent": {}, "error": f"failed: {type(exc).__name__}: {exc}"}
-                print(f"audit: baseline model={model} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            folder = Path(tmp) / f"audit-{model}"
+            cmd = [sys.executable, "-m", "ecab.run", *overrides, f"model={model}", f"run.dir={tmp}",
+                   f"run.name=audit-{model}", "run.progress=false", "run.resume=false"]
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            summary_path = folder / "summary.json"
+            # exit status 3: the run ended with units left in infra_error; its summary still counts them
+            if done.returncode not in (0, 3) or not summary_path.is_file():
+                lines = [line for line in (done.stderr + done.stdout).splitlines() if line.strip()]
+                why = lines[-1] if lines else f"exit status {done.returncode}"
+                out[model] = {"overall": None, "by_intent": {}, "error": f"failed: {why}"}
+                print(f"audit: baseline model={model} failed: {why}", file=sys.stderr)
                 continue
-            manifest = Path(tmp) / f"audit-{model}" / "manifest.json"
+            summary = json.loads(summary_path.read_text(encoding="utf-8"))
+            manifest = folder / "manifest.json"
             fingerprint = (json.loads(manifest.read_text(encoding="utf-8")).get("catalog_fingerprint")
                            if manifest.is_file() else None)
             out[model] = {"overall": summary.get("overall_accuracy"), "catalog": fingerprint,
@@ -104,24 +120,19 @@ def audit_main(args: list[str]) -> int:
     from ecab.construct.validity import audit_tasks
 
     flags, json_path, overrides = parse_audit_args(args)
-    try:
-        cfg = load_config(overrides)
-    except ConfigError as exc:
-        die(str(exc))
-    from ecab.run import load_tasks
-
-    progress = bool(cfg.get("run", {}).get("progress", True))
+    cfg = typed_config(overrides)
+    progress = cfg.run.progress
     tasks = load_tasks(cfg) if cfg.benchmark.source == "file" else None
     catalog = open_catalog(cfg, progress)
     tasks = tasks if tasks is not None else load_tasks(cfg, catalog)
     report = audit_tasks(tasks, catalog, include_reviews="--no-reviews" not in flags, progress=progress,
                          tool_features=True, keep_views=True)
-    learned = learned_attack(report.views or [], seed=int(cfg.get("seed", 0) or 0))
+    learned = learned_attack(report.views or [], seed=cfg.seed)
     baselines = run_baselines(overrides) if "--baselines" in flags else None
     generated = cfg.benchmark.source == "generated"
     world = {"benchmark": str(cfg.benchmark.source),
-             "path": str(cfg.benchmark.get("path")) if cfg.benchmark.get("path") else None,
-             "limit": cfg.benchmark.get("limit"), "catalog": str(cfg.catalog.source),
+             "path": str(cfg.benchmark.path) if cfg.benchmark.path else None,
+             "limit": cfg.benchmark.limit, "catalog": str(cfg.catalog.source),
              "fingerprint": catalog.fingerprint, "products": catalog.count(), "tasks": len(tasks),
              "review_opinion": "left out" if "--no-reviews" in flags else "included", "overrides": overrides}
     name = f"benchmark={world['benchmark']}" + (f" ({world['path']})" if world["path"] else "") + \
@@ -154,20 +165,16 @@ def main(argv: list[str] | None = None) -> int:
     from ecab.construct.benchmark_folder import REJECTIONS_TABLE, REPORT_FILE, rejection_table
     from ecab.construct.pipeline import construct
     from ecab.construct.result import throughput_line
-    from ecab.construct.settings import Settings
+    from ecab.construct.settings import construct_settings
 
-    overrides = args
-    try:
-        cfg = load_config(overrides)
-    except ConfigError as exc:
-        die(str(exc))
-    progress = bool(cfg.get("run", {}).get("progress", True))
+    cfg = typed_config(args)
+    progress = cfg.run.progress
     try:   # construct settings first (an LLM verbalizer's model and API key), before any catalog work
-        Settings.from_cfg(cfg)
+        construct_settings(cfg)
     except (ConfigError, ValueError) as exc:
         die(str(exc))
     catalog = open_catalog(cfg, progress)
-    if cfg.construct.get("out"):
+    if cfg.construct.out:
         result = construct(cfg, catalog, progress=progress)
         print(rejection_table(result))
         print(throughput_line(result.timing()) + f" -> {result.out_dir}")

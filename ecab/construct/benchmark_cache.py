@@ -17,10 +17,10 @@ from typing import Any, Callable
 from ecab.catalog.base import CatalogReader
 from ecab.construct.benchmark_folder import BENCHMARK_FILE, write_fingerprint
 from ecab.construct.pipeline import construct
-from ecab.construct.settings import Settings
+from ecab.construct.settings import construct_settings
 
-CODE_FILES = ("construct", "judge/rules.py", "core/rubric_checks.py", "core/text.py", "fields.py", "schema",
-              "core/seeds.py")
+CODE_FILES = ("construct", "judge/rules.py", "core/rubric_checks.py", "core/rubric_types.py", "core/text.py",
+              "fields.py", "schema", "core/seeds.py")
 
 
 def code_version() -> str:
@@ -38,7 +38,7 @@ def code_version() -> str:
 
 
 def benchmark_fingerprint(cfg: Any, catalog: CatalogReader) -> str:
-    settings = Settings.from_cfg(cfg)
+    settings = construct_settings(cfg)
     payload = {"catalog": catalog.fingerprint, "construct": settings.fingerprint_fields(), "code": code_version()}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
@@ -63,7 +63,7 @@ def ensure_benchmark(cfg: Any, catalog: CatalogReader, cache_dir: str | Path, *,
             shutil.rmtree(tmp, ignore_errors=True)
             result = construct(cfg, catalog, opener=opener, out_dir=tmp, progress=progress)
             write_fingerprint(tmp, {"fingerprint": benchmark_fingerprint(cfg, catalog), "catalog": catalog.fingerprint,
-                                    "construct": Settings.from_cfg(cfg).fingerprint_fields(),
+                                    "construct": construct_settings(cfg).fingerprint_fields(),
                                     "audit": result.audit.headline() if result.audit is not None else None})
             os.replace(tmp, final)
     return final / BENCHMARK_FILE

@@ -102,7 +102,7 @@ def choose_verbalizer(settings: Settings) -> Callable[[Draft, random.Random], No
     if name == "llm":   # one client and reply cache per process; imported only when configured
         from ecab.construct.llm_verbalizer import verbalizer_for
         if settings.llm is None:
-            raise ValueError("construct.verbalizer=llm needs Settings.from_cfg (it resolves construct.llm)")
+            raise ValueError("construct.verbalizer=llm needs construct_settings (it resolves construct.llm)")
         return verbalizer_for(settings.llm)
     other = getattr(verbalizers, f"verbalize_{name}", None)
     if other is None:

@@ -19,10 +19,10 @@ messages), so a rebuild with the same config is byte-identical and calls no mode
 retried by its policy; a call that still fails raises, and the pipeline records the candidate as a
 generation_runtime_error.
 
-The settings are resolved once, before any work, in `settings.Settings.from_cfg` (`resolve`): the API key is
-checked (a missing one is one ConfigError naming its variable), and `model: sim` starts ecab's simulator in
-this process, with the verbalizer's reply policy (construct/sim_policy.py); its URL then reaches the spawned
-workers inside `Settings`.
+The settings are resolved once, before any work, in `settings.construct_settings` (`resolve`): the API key is
+checked (a missing one is one ConfigError naming its variable). When construction starts
+(`settings.serve_verbalizer`, `simulated`), `model: sim` starts ecab's simulator in this process, with the
+verbalizer's reply policy (construct/sim_policy.py); its URL then reaches the spawned workers inside `Settings`.
 """
 from __future__ import annotations
 
@@ -36,14 +36,14 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from ecab.config import ConfigError
+from ecab.config import ConstructLLMConfig, section
 from ecab.construct import validate
 from ecab.construct.draft import Draft
 from ecab.construct.verbalize import verbalize as template_verbalize
 from ecab.construct.verbalizer_prompt import SYSTEM_PROMPT, correction_note, user_prompt
 from ecab.llm.cache import ReplyCache
 from ecab.llm.client import ChatClient, ChatError
-from ecab.llm.settings import ModelSettings
+from ecab.llm.settings import ModelSettings, model_settings
 
 LLM = "llm"
 TEMPLATE_FALLBACK = "template_fallback"
@@ -75,30 +75,29 @@ class LLMVerbalizerSettings:
                 "extra_body": m.extra_body, "max_attempts": self.max_replies}
 
 
-def _plain(value: Any) -> Any:
-    from omegaconf import DictConfig, OmegaConf
-    return OmegaConf.to_container(value, resolve=True) if isinstance(value, DictConfig) else value
-
-
 def resolve(llm_cfg: Any) -> LLMVerbalizerSettings:
-    """The `construct.llm` block, checked before any work: model config, API key, simulator."""
+    """The typed `construct.llm` section (a mapping gets conf/config.yaml's construct.llm values for the keys it
+    leaves out), checked before any work: model config and API key. No simulator is started here (`simulated`)."""
     from ecab.llm.keys import resolve_api_key
 
-    cfg = dict(_plain(llm_cfg) or {})
-    cfg.setdefault("model", "sim")
-    model = ModelSettings.from_config(cfg["model"], config_key="construct.llm.model")
-    replies = cfg.get("max_attempts", 2)
-    if not isinstance(replies, int) or isinstance(replies, bool) or replies < 1:
-        raise ConfigError(f"construct.llm.max_attempts must be a positive integer, got {replies!r}")
-    model = model.for_role(temperature=cfg.get("temperature", 0.0), max_output_tokens=cfg.get("max_tokens"))
+    cfg = llm_cfg if isinstance(llm_cfg, ConstructLLMConfig) else section(ConstructLLMConfig, llm_cfg or {}, defaults=[])
+    model = model_settings(cfg.model, config_key="construct.llm.model")
+    model = model.for_role(temperature=cfg.temperature, max_output_tokens=cfg.max_tokens)
     resolve_api_key(model, offline="verbalize offline with construct.llm.model=sim")
-    cache_dir = cfg.get("cache_dir") if cfg.get("cache", True) else None
-    return LLMVerbalizerSettings(model=_simulated(model), max_replies=replies,
+    cache_dir = cfg.cache_dir if cfg.cache else None
+    return LLMVerbalizerSettings(model=model, max_replies=cfg.max_attempts,
                                  cache_dir=str(cache_dir) if cache_dir else None)
 
 
-# One simulator per distinct `sim` block and process: Settings.from_cfg runs several times per build
-# (fingerprint, construct), and every call must point the workers at the same server.
+def simulated(settings: LLMVerbalizerSettings) -> LLMVerbalizerSettings:
+    """The settings pointed at the simulator this process serves when the model is ecab's simulator without an
+    endpoint (construct.llm.model=sim); the same settings otherwise."""
+    model = _simulated(settings.model)
+    return settings if model is settings.model else dataclasses.replace(settings, model=model)
+
+
+# One simulator per distinct `sim` block and process: every build of the process (and the fingerprint's
+# settings) points its workers at the same server.
 _SIMULATORS: dict[str, Any] = {}
 _SIMULATORS_LOCK = threading.Lock()
 
@@ -114,7 +113,8 @@ def _simulated(model: ModelSettings) -> ModelSettings:
     with _SIMULATORS_LOCK:
         if key not in _SIMULATORS:
             served, server = serve_if_simulated(model, [VerbalizerPolicy])
-            atexit.register(server.stop)
+            if server is not None:
+                atexit.register(server.stop)
             _SIMULATORS[key] = served.base_url
         return model.replace(base_url=_SIMULATORS[key])
 
@@ -222,4 +222,4 @@ class LLMVerbalizer:
 @functools.lru_cache(maxsize=None)
 def verbalizer_for(settings: LLMVerbalizerSettings) -> LLMVerbalizer:
     """The process's verbalizer for these settings (candidate.choose_verbalizer asks once per candidate)."""
-    return LLMVerbalizer(settings)
+    return LLMVerbalizer(simulated(settings))

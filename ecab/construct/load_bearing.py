@@ -35,15 +35,15 @@ from typing import Any, Callable, Iterable, Sequence
 from ecab.construct.draft import SOURCES
 from ecab.construct.structural_picks import structural_picks
 from ecab.core.rubric_checks import TOP_LEVEL_FIELDS, EntityMatcher
+from ecab.core.rubric_types import ALL_RUBRIC_TYPES, reads_reviews, type_of
 from ecab.core.text import compact, normalize, value_text
 from ecab.judge.rules import check_rubric
 from ecab.schema import Product, Review, Rubric, Voucher
 
 HIDDEN_SOURCES = ("persona", "clarification")
-# Within a source: cheap, selective checks first; review embeddings last.
-_COST = {"entity_match": 0, "store_match": 1, "numeric_range": 2, "budget_match": 3, "attribute_match": 4,
-         "negative_attribute": 5, "review_opinion": 9}
-REVIEW = "review_opinion"
+# Within a source: cheap, selective checks first; review embeddings last (each type's audit_cost).
+_COST = {t.name: t.audit_cost for t in ALL_RUBRIC_TYPES}
+REVIEW = "review_opinion"   # the type validity.py names; here: the record's reads_reviews
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -119,11 +119,10 @@ def _voucher_key(voucher: Voucher | None) -> str:
 
 def rubric_key(rubric: Rubric, voucher: Voucher | None = None) -> tuple:
     """What decides a rubric's verdict on a product (its id and wording do not): for the verdict memo."""
-    extras = ""
-    if rubric.type == "entity_match":
-        extras = json.dumps([rubric.extras.get("title_span"), rubric.extras.get("canonical_entity")], default=str)
+    record = type_of(rubric)
+    extras = json.dumps([rubric.extras.get(k) for k in record.extra_keys], default=str) if record.extra_keys else ""
     return (rubric.type, rubric.field, json.dumps(rubric.expected_value, sort_keys=True, default=str), extras,
-            _voucher_key(voucher) if rubric.type == "budget_match" else "")
+            _voucher_key(voucher) if record.uses_voucher else "")
 
 
 class VerdictMemo:
@@ -176,7 +175,7 @@ class VerdictMemo:
             ok = self._matchers[kid].match(product.title or "") is not None
         elif needle is not None and needle not in self._text(product):
             ok = False
-        elif rubric.type == REVIEW:
+        elif reads_reviews(rubric):
             self.review_checks += 1
             ok = check_rubric(rubric, product, voucher=voucher, reviews=reviews(),
                               review_checker=review_checker).satisfied is True
@@ -220,12 +219,12 @@ def audit_products(rubrics: Sequence[Rubric], target: Product, products: Iterabl
     order = sorted(range(len(rubrics)), key=rank)
     skipped: list[str] = []
     if not include_reviews:
-        left = [rubrics[i] for i in order if rubrics[i].type == REVIEW]
-        order = [i for i in order if rubrics[i].type != REVIEW]
+        left = [rubrics[i] for i in order if reads_reviews(rubrics[i])]
+        order = [i for i in order if not reads_reviews(rubrics[i])]
         skipped += [f"{r.id} (review_opinion): not audited (include_reviews=False)" for r in left]
     # Mechanical rubrics first (source by source), review embeddings only for products still in the running.
-    cheap = [i for i in order if rubrics[i].type != REVIEW]
-    costly = [i for i in order if rubrics[i].type == REVIEW]
+    cheap = [i for i in order if not reads_reviews(rubrics[i])]
+    costly = [i for i in order if reads_reviews(rubrics[i])]
     query_set = {i for i in order if rubrics[i].info_source == "query"}
     qp_set = {i for i in order if rubrics[i].info_source in ("query", "persona")}
     costly_q = [i for i in costly if i in query_set]
@@ -287,7 +286,7 @@ def audit_products(rubrics: Sequence[Rubric], target: Product, products: Iterabl
     # The target itself, from the task (whether or not the catalog holds it).
     target_reviews = review_getter(target_id)
     target_ok = all(check_rubric(rubrics[i], target, voucher=voucher, reviews=target_reviews() if
-                                 rubrics[i].type == REVIEW else None,
+                                 reads_reviews(rubrics[i]) else None,
                                  review_checker=review_checker).satisfied is True for i in order)
     audited = set(order)
     pick_random, pick_typical, pick_central = structural_picks(query_matches, target_id)

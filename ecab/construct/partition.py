@@ -17,11 +17,12 @@ import re
 
 from ecab.construct.draft import SOURCES, Feature
 from ecab.construct.intents import Intent, get_intent
+from ecab.core.rubric_types import names_where
 
 PERSONA_RATIO = 0.25
 CLARIFICATION_RATIO = 0.25
 MIN_QUERY, MIN_PERSONA, MIN_CLARIFICATION = 4, 2, 2
-ALWAYS_QUERY_TYPES = ("store_match", "review_opinion", "budget_match")
+ALWAYS_QUERY_TYPES = names_where(lambda t: t.always_query)   # budget_match, review_opinion, store_match
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 
@@ -53,7 +54,11 @@ def partition_features(features: list[Feature], intent: str | Intent, rng: rando
     query features in their input order. Raises PartitionError when a minimum cannot be met."""
     intent = get_intent(intent)
     title_norm = normalize_text(title)
-    fixed, pure_persona, both, pure_clar, query_only = [], [], [], [], []
+    fixed: list[Feature] = []
+    pure_persona: list[Feature] = []
+    both: list[Feature] = []
+    pure_clar: list[Feature] = []
+    query_only: list[Feature] = []
     for f in features:
         field = bare_field(f)
         if is_fixed_to_query(f, title_norm):

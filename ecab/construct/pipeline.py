@@ -35,7 +35,7 @@ from ecab.construct.catalog_scan import scan_catalog
 from ecab.construct.catalog_snapshot import SnapshotCatalog
 from ecab.construct.result import ConstructResult, collect
 from ecab.construct.schedule import IntentProgress, schedule
-from ecab.construct.settings import Settings
+from ecab.construct.settings import construct_settings, serve_verbalizer
 from ecab.construct.validity import audit_construction
 from ecab.construct.workers import WORKER_DEPTH, TorchThreads, WorkerPool
 
@@ -49,7 +49,7 @@ def construct(cfg: Any, catalog: CatalogReader, *, opener: Callable[[], CatalogR
     callable that opens the same catalog read-only; workers use it for reviews and, for catalogs too large
     to snapshot in memory, for everything (default: the catalog's `reopener()` or `type.open(path)`).
     """
-    settings = Settings.from_cfg(cfg)
+    settings = serve_verbalizer(construct_settings(cfg))   # construct.llm.model=sim: its simulator starts here
     started = time.perf_counter()
     with contextlib.ExitStack() as stack:
         pool = stack.enter_context(WorkerPool(settings.workers - 1, settings)) if settings.workers > 1 else None

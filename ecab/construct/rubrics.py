@@ -21,13 +21,13 @@ from ecab.construct.draft import Draft, EntitySpec, Feature
 from ecab.construct.intents import get_intent
 from ecab.construct.partition import normalize_text
 from ecab.construct.vouchers import describe_voucher
+from ecab.core.rubric_types import QUERY_RUBRIC_KEYS, type_of
 from ecab.core.seeds import rubric_rng
 from ecab.fields import IMPLICIT_ELIGIBLE_FIELDS, WEAK_METADATA_FIELDS
 from ecab.schema import Product, Rubric
 
-QUERY_KEYS = ["id", "type", "field", "expected_value", "description", "query_surface", "info_source"]
-ENTITY_KEYS = ["id", "type", "field", "expected_value", "description", "query_surface", "canonical_entity",
-               "title_span", "info_source"]
+QUERY_KEYS = list(QUERY_RUBRIC_KEYS)
+ENTITY_KEYS = type_of("entity_match").query_keys()
 HIDDEN_KEYS = ["id", "description", "type", "field", "expected_value", "info_source", "implicit_eligible",
                "must_hide_value", "query_hint"]
 
@@ -52,8 +52,6 @@ FIELD_HINTS = {
     "Water Resistance Level": "Mention the water resistance level '{v}'.",
 }
 SINGLE_ITEM_VALUES = ("1", "1 count", "1 pack of 1", "1 item")
-REVIEW_HINT = ("Mention that you want a product with reviews mentioning '{v}'. Frame it as review evidence you "
-               "want to find, not as reviews the user has already read.")
 
 # The title heuristic for the entity phrase when the catalog's title statistics know no phrase of the title.
 _WORD = re.compile(r"(?<![A-Za-z0-9])[A-Za-z][A-Za-z'\-]*(?![A-Za-z0-9])")   # whole words only
@@ -62,21 +60,13 @@ _FILLER_WORDS = {"pack", "pcs", "pieces", "piece", "set", "of", "and", "new", "t
 
 
 def query_hint(feature: Feature) -> str:
-    """The one-line instruction for stating this feature (the original's per-field templates)."""
+    """The one-line instruction for stating this feature: its rubric type's hint for the field or the type
+    (ecab/core/rubric_types.py), else the original's per-field templates."""
     v = feature.value
-    if feature.type == "numeric_range":
-        if feature.field == "average_rating":
-            return f"Mention that it must be at least {v:g} stars."
-        if feature.field == "rating_number":
-            return f"Mention that it must be at least {v} ratings."
-        if feature.field == "price":
-            return f"Mention that it must be under ${v}."
-    if feature.type == "review_opinion":
-        return REVIEW_HINT.format(v=v)
     key = feature.detail_key or feature.field
-    if feature.negative:
-        return (f"Express a negative constraint on the {key} dimension by excluding other concrete values. "
-                f"Do not exclude the product's actual value '{v}'.")
+    hint = type_of(rubric_type(feature)).field_hint(feature.field)
+    if hint:
+        return hint.format(v=v, key=key)
     if key in FIELD_HINTS:
         return FIELD_HINTS[key].format(v=v)
     if key == "Number of Items":
@@ -97,23 +87,20 @@ def rubric_type(feature: Feature) -> str:
 
 
 def rubric_description(feature: Feature) -> str:
-    if feature.negative:
-        return (f"Exclude concrete alternative values on the {feature.detail_key} dimension while keeping the "
-                f"target product value '{feature.value}' valid")
-    if feature.type == "review_opinion":
-        return f"A review of the recommended product should mention: {feature.value}"
-    return feature.rubric_text
+    """Its rubric type's description template, else the feature's own rubric text."""
+    template = type_of(rubric_type(feature)).description
+    return template.format(v=feature.value, key=feature.detail_key) if template else feature.rubric_text
 
 
 def is_implicit_eligible(feature: Feature, source: str) -> bool:
-    return (source == "query" and feature.type == "attribute_match" and not feature.negative
+    return (source == "query" and type_of(rubric_type(feature)).implicit_eligible
             and (feature.detail_key or "") in IMPLICIT_ELIGIBLE_FIELDS)
 
 
 def make_rubric(rid: str, feature: Feature, source: str) -> Rubric:
     rtype = rubric_type(feature)
     expected = feature.expected_value if feature.expected_value is not None else feature.value
-    if rtype == "negative_attribute" and not (isinstance(expected, list) and expected):
+    if type_of(rtype).value_kind == "excluded" and not (isinstance(expected, list) and expected):
         raise ValueError(f"{rid}: negative feature {feature.field} has no excluded values; run "
                          "extract.assign_exclusions before build_rubrics")
     description = rubric_description(feature)
@@ -162,7 +149,7 @@ def choose_entity(product: Product, knowledge: CatalogKnowledge | None = None) -
 
 def entity_rubric(rid: str, entity: EntitySpec) -> Rubric:
     return Rubric(id=rid, type="entity_match", field="title", expected_value=entity.query_surface,
-                  description=entity.query_surface, info_source="query",
+                  description=type_of("entity_match").description.format(v=entity.query_surface), info_source="query",
                   extras={"query_surface": entity.query_surface, "canonical_entity": entity.canonical_entity,
                           "title_span": entity.title_span},
                   key_order=list(ENTITY_KEYS))
@@ -203,7 +190,7 @@ def can_hide(feature: Feature, query_features: list[Feature], entity_norm: str) 
         return False
     if value_norm in entity_norm:
         return False
-    return not any(other is not feature and other.type != "numeric_range"
+    return not any(other is not feature and type_of(other).value_kind != "range"
                    and value_norm in normalize_text(other.value) for other in query_features)
 
 
@@ -237,8 +224,7 @@ def build_rubrics(draft: Draft, rng: random.Random | None = None, knowledge: Cat
             raise ValueError(f"{draft.sample_id}: intent {intent.id} needs a voucher before build_rubrics")
         rid = f"r{len(rubrics) + 1}"
         rubrics.append(Rubric(id=rid, type="budget_match", field="budget", expected_value=draft.voucher.budget,
-                              description=("The total cost after applying the voucher should be within the budget "
-                                           f"of ${draft.voucher.budget:.2f}"),
+                              description=type_of("budget_match").description.format(v=draft.voucher.budget),
                               info_source="query", extras={"query_surface": ""}, key_order=list(QUERY_KEYS)))
         hints[rid] = f"State the voucher and the budget exactly: {describe_voucher(draft.voucher)}."
     rubrics.append(entity_rubric(f"r{len(rubrics) + 1}", draft.entity))

@@ -44,6 +44,7 @@ from ecab.construct.verbalize.persona import expected_requirement_keys, product_
 from ecab.construct.verbalize.phrases import dimension, numeric_values
 from ecab.construct.verbalize.text import bare_field, mentions
 from ecab.core.rubric_checks import EntityMatcher
+from ecab.core.rubric_types import ALL_RUBRIC_TYPES, reads_reviews, stated_values
 from ecab.core.text import contains_phrase, normalize, options
 from ecab.env.user import ScriptedUser
 from ecab.fields import IMPLICIT_ELIGIBLE_FIELDS, SAFE_NOISE_FIELDS
@@ -131,11 +132,7 @@ def value_in_text(text: str, value: Any) -> str | None:
 def _hidden_values(rubric: Rubric) -> list[str]:
     """String values a hidden rubric must keep out of the query (numeric thresholds are not checked,
     like the original: a number is too common to mean a leak)."""
-    if rubric.type == "negative_attribute":
-        return [str(v) for v in rubric.expected_value]
-    if rubric.type in ("attribute_match", "entity_match", "store_match") and isinstance(rubric.expected_value, str):
-        return [rubric.expected_value]
-    return []
+    return stated_values(rubric)
 
 
 def _surface(rubric: Rubric) -> str:
@@ -315,7 +312,7 @@ def check_target(draft: Draft, catalog: CatalogReader | None, review_checker) ->
     issues = []
     reviews = None
     for r in draft.rubrics:
-        if r.type == "review_opinion" and reviews is None:
+        if reads_reviews(r) and reviews is None:
             reviews = _reviews_for(draft, catalog, draft.product.product_id)
         verdict = check_rubric(r, draft.product, voucher=draft.voucher, reviews=reviews,
                                review_checker=review_checker)
@@ -346,9 +343,8 @@ def candidate_products(draft: Draft, catalog: CatalogReader, candidate_ids: list
     return list(category_products(catalog, draft.product, entity))
 
 
-# Cheap, selective rubric types first; review embeddings last and only for survivors.
-_CHECK_ORDER = {"entity_match": 0, "attribute_match": 1, "numeric_range": 2, "negative_attribute": 3,
-                "budget_match": 4, "store_match": 5, "review_opinion": 9}
+# Cheap, selective rubric types first; review embeddings last and only for survivors (each type's match_cost).
+_CHECK_ORDER = {t.name: t.match_cost for t in ALL_RUBRIC_TYPES}
 
 
 def count_matches(draft: Draft, catalog: CatalogReader, *, review_checker=None,
@@ -357,8 +353,8 @@ def count_matches(draft: Draft, catalog: CatalogReader, *, review_checker=None,
     ordered = sorted(draft.rubrics, key=lambda r: _CHECK_ORDER.get(r.type, 8))
     # Entity rubrics reject most of a category, so they run first as a bare title test (no verdict text).
     entities = [EntityMatcher(r) for r in ordered if r.type == "entity_match"]
-    cheap = [r for r in ordered if r.type not in ("review_opinion", "entity_match")]
-    costly = [r for r in ordered if r.type == "review_opinion"]
+    cheap = [r for r in ordered if not reads_reviews(r) and r.type != "entity_match"]
+    costly = [r for r in ordered if reads_reviews(r)]
     hits = []
     for product in candidate_products(draft, catalog, candidate_ids):
         if not all(m.match(product.title or "") is not None for m in entities):

@@ -5,7 +5,9 @@ ecab/catalog/review_match.py).
 
 The rules judge (ecab/judge/rules.py), task construction's validation ("the target satisfies every rubric",
 "how many catalog products satisfy every rubric") and catalog=targets' hard-negative siblings
-(ecab/catalog/siblings/) all decide rubrics here, so they agree by construction.
+(ecab/catalog/siblings/) all decide rubrics here, so they agree by construction. Every check has one
+signature, (rubric, product, CheckInputs); which check decides which type is the `check` of the type's record,
+and `rubric_verdict` (one rubric, one product) dispatches through those records: ecab/core/rubric_types.py.
 
 The exact rule per type (normalization and phrase matching are in ecab/core/text.py):
 
@@ -66,6 +68,19 @@ NUMERIC_FIELDS = ("average_rating", "rating_number", "price")
 # Product attributes a rubric field may name directly (anything else is read from `details`).
 TOP_LEVEL_FIELDS = ("product_id", "title", "main_category", "store", "average_rating", "rating_number", "price",
                     "features", "description")
+
+
+@dataclass(frozen=True)
+class CheckInputs:
+    """What a check may read besides the rubric and the product: the task's voucher (budget_match), the
+    product's reviews and the review checker that decides an opinion over them (review_opinion)."""
+
+    voucher: Voucher | None = None
+    reviews: list[Review] | None = None
+    review_checker: ReviewMatcher | None = None
+
+
+NO_INPUTS = CheckInputs()
 
 
 @dataclass(frozen=True)
@@ -177,7 +192,7 @@ def feature_bullet_stating(field: str, expected: str, features: Iterable[str]) -
     return None
 
 
-def check_attribute_match(rubric: Rubric, product: Product) -> CheckResult:
+def check_attribute_match(rubric: Rubric, product: Product, inputs: CheckInputs = NO_INPUTS) -> CheckResult:
     expected = normalize(rubric.expected_value)
     if not expected:
         return CheckResult(False, "The rubric's expected value is empty after normalization.")
@@ -200,7 +215,7 @@ def _overlaps(value_norm: str, excluded_norm: str) -> bool:
     return any(contains_phrase(excluded_norm, o) or compact(o) == compact(excluded_norm) for o in options(value_norm))
 
 
-def check_negative_attribute(rubric: Rubric, product: Product) -> CheckResult:
+def check_negative_attribute(rubric: Rubric, product: Product, inputs: CheckInputs = NO_INPUTS) -> CheckResult:
     where, value = field_value(product, rubric.field)
     if value is None:
         return CheckResult(False, f"{rubric.field} is absent, so it cannot be shown to differ from the excluded "
@@ -215,7 +230,7 @@ def check_negative_attribute(rubric: Rubric, product: Product) -> CheckResult:
     return CheckResult(True, f"{shown} differs from every excluded value {list(rubric.expected_value)!r}.", shown)
 
 
-def check_numeric_range(rubric: Rubric, product: Product) -> CheckResult:
+def check_numeric_range(rubric: Rubric, product: Product, inputs: CheckInputs = NO_INPUTS) -> CheckResult:
     if rubric.field not in NUMERIC_FIELDS:
         where, raw = field_value(product, rubric.field)
     else:
@@ -229,7 +244,8 @@ def check_numeric_range(rubric: Rubric, product: Product) -> CheckResult:
     return CheckResult(ok, f"{where} = {raw} {verb} {rubric.expected_value}.", f"{where} = {raw}")
 
 
-def check_budget_match(rubric: Rubric, product: Product, voucher: Voucher | None) -> CheckResult:
+def check_budget_match(rubric: Rubric, product: Product, inputs: CheckInputs = NO_INPUTS) -> CheckResult:
+    voucher = inputs.voucher
     price = _number(product.price)
     budget = float(rubric.expected_value)
     if price is None:
@@ -280,9 +296,9 @@ class EntityMatcher:
         return None
 
 
-def check_entity_match(rubric: Rubric, product: Product, matcher: EntityMatcher | None = None) -> CheckResult:
+def check_entity_match(rubric: Rubric, product: Product, inputs: CheckInputs = NO_INPUTS) -> CheckResult:
     title = product.title or ""
-    matcher = matcher or EntityMatcher(rubric)
+    matcher = EntityMatcher(rubric)
     hit = matcher.match(title)
     evidence = f"title = {_short(title, 240)!r}"
     if hit is None:
@@ -297,20 +313,29 @@ def _store_key(text: Any) -> str:
     return " ".join(str(text or "").split()).casefold()
 
 
-def check_store_match(rubric: Rubric, product: Product) -> CheckResult:
+def check_store_match(rubric: Rubric, product: Product, inputs: CheckInputs = NO_INPUTS) -> CheckResult:
     ok = bool(_store_key(product.store)) and _store_key(product.store) == _store_key(rubric.expected_value)
     return CheckResult(ok, f"Store {product.store!r} {'is' if ok else 'is not'} {rubric.expected_value!r}.",
                    f"store = {product.store!r}")
 
 
 class OpinionMatch(Protocol):
-    """What a review checker found for one opinion."""
+    """What a review checker found for one opinion (read-only: a frozen record satisfies it)."""
 
-    satisfied: bool
-    score: float          # the best sentence's similarity (1.0 for a lexical match)
-    sentence: str         # the best review sentence
-    lexical: bool         # found as a phrase, before any embedding
-    n_sentences: int
+    @property
+    def satisfied(self) -> bool: ...
+
+    @property
+    def score(self) -> float: ...         # the best sentence's similarity (1.0 for a lexical match)
+
+    @property
+    def sentence(self) -> str: ...        # the best review sentence
+
+    @property
+    def lexical(self) -> bool: ...        # found as a phrase, before any embedding
+
+    @property
+    def n_sentences(self) -> int: ...
 
 
 class ReviewMatcher(Protocol):
@@ -321,8 +346,8 @@ class ReviewMatcher(Protocol):
     def check(self, opinion: str, reviews: Sequence[Review], product_id: str | None = None) -> OpinionMatch: ...
 
 
-def check_review_opinion(rubric: Rubric, product: Product, reviews: list[Review] | None,
-                         review_checker: ReviewMatcher | None) -> CheckResult:
+def check_review_opinion(rubric: Rubric, product: Product, inputs: CheckInputs = NO_INPUTS) -> CheckResult:
+    reviews, review_checker = inputs.reviews, inputs.review_checker
     if not reviews:
         return CheckResult(False, "No review data for this product, so the opinion cannot be found.",
                            "0 reviews", method=EMBEDDING)
@@ -339,10 +364,11 @@ def check_review_opinion(rubric: Rubric, product: Product, reviews: list[Review]
 
 
 # ---------------------------------------------------------------------------------------------------------
-# One rubric, one product: the verdict
+# A result as a verdict (one rubric against one product, dispatched by type: rubric_types.rubric_verdict)
 # ---------------------------------------------------------------------------------------------------------
 
-def _stamp(rubric: Rubric, result: CheckResult) -> Verdict:
+def stamp_verdict(rubric: Rubric, result: CheckResult) -> Verdict:
+    """A check's result as the rubric's Verdict (its id, type, source and field)."""
     return Verdict(rubric_id=rubric.id, type=rubric.type, info_source=rubric.info_source, field=rubric.field,
                    satisfied=result.satisfied, method=result.method, evidence=result.evidence,
                    reasoning=result.reasoning, score=result.score)
@@ -350,30 +376,4 @@ def _stamp(rubric: Rubric, result: CheckResult) -> Verdict:
 
 def no_product_verdict(rubric: Rubric) -> Verdict:
     """The verdict of every rubric when no valid product was recommended (no check is run)."""
-    return _stamp(rubric, CheckResult(False, NO_PRODUCT_REASON, method=NO_PRODUCT))
-
-
-def rubric_verdict(rubric: Rubric, product: Product | None, *, voucher: Voucher | None = None,
-                   reviews: list[Review] | None = None, review_checker: ReviewMatcher | None = None) -> Verdict:
-    """Decide one rubric against one product; `voucher` prices budget_match, `review_checker` decides a
-    review_opinion rubric over `reviews` (a ValueError when it is needed and not given)."""
-    if product is None:
-        return no_product_verdict(rubric)
-    kind = rubric.type
-    if kind == "attribute_match":
-        result = check_attribute_match(rubric, product)
-    elif kind == "negative_attribute":
-        result = check_negative_attribute(rubric, product)
-    elif kind == "numeric_range":
-        result = check_numeric_range(rubric, product)
-    elif kind == "budget_match":
-        result = check_budget_match(rubric, product, voucher)
-    elif kind == "entity_match":
-        result = check_entity_match(rubric, product)
-    elif kind == "store_match":
-        result = check_store_match(rubric, product)
-    elif kind == "review_opinion":
-        result = check_review_opinion(rubric, product, reviews, review_checker)
-    else:
-        raise ValueError(f"rubric {rubric.id!r}: field 'type': no rule for rubric type {kind!r}")
-    return _stamp(rubric, result)
+    return stamp_verdict(rubric, CheckResult(False, NO_PRODUCT_REASON, method=NO_PRODUCT))

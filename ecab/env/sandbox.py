@@ -117,6 +117,9 @@ class _Jail:
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      pass_fds=pass_fds, close_fds=True, start_new_session=True, cwd="/",
                                      env={"PATH": "/usr/bin:/bin"})
+        stdin, stdout, stderr = self.proc.stdin, self.proc.stdout, self.proc.stderr
+        assert stdin is not None and stdout is not None and stderr is not None   # all three are PIPE
+        self._stdin, self._stdout, self._stderr = stdin, stdout, stderr
         self._buffer = b""
         self._init_pid: int | None = None
         self._info = b""                    # what bwrap has written to the info pipe so far
@@ -131,8 +134,8 @@ class _Jail:
         if self.proc.poll() is not None:
             return False
         try:
-            self.proc.stdin.write(len(data).to_bytes(8, "big") + data)
-            self.proc.stdin.close()
+            self._stdin.write(len(data).to_bytes(8, "big") + data)
+            self._stdin.close()
         except OSError:
             return False
         return True
@@ -143,7 +146,7 @@ class _Jail:
         return line, line is None and time.monotonic() >= deadline
 
     def _read_line(self, deadline: float, limit: int) -> bytes | None:
-        fd = self.proc.stdout.fileno()
+        fd = self._stdout.fileno()
         poller = select.poll()
         poller.register(fd, select.POLLIN)
         while b"\n" not in self._buffer:
@@ -183,7 +186,7 @@ class _Jail:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+        for stream in (self._stdin, self._stdout, self._stderr):
             try:
                 stream.close()
             except OSError:
@@ -227,7 +230,7 @@ class _Jail:
         except subprocess.TimeoutExpired:
             pass
         text = ""
-        fd = self.proc.stderr.fileno()
+        fd = self._stderr.fileno()
         if select.select([fd], [], [], 0.2)[0]:
             os.set_blocking(fd, False)
             try:
@@ -367,7 +370,7 @@ class Sandbox:
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._spawner: threading.Thread | None = None
         self._reaper: threading.Thread | None = None
-        self._reaped: queue.SimpleQueue | None = None
+        self._reaped: queue.SimpleQueue[_Jail | None] | None = None   # None (after the jails): the reaper's stop
 
     # -- public ------------------------------------------------------------------------------------------
 
@@ -421,7 +424,7 @@ class Sandbox:
             jail.destroy()
         if self._spawner is not None:
             self._spawner.join(timeout=5)
-        if self._reaper is not None:
+        if self._reaper is not None and self._reaped is not None:   # started together
             self._reaped.put(None)
             self._reaper.join(timeout=10)
         sweep_orphans()
@@ -471,9 +474,9 @@ class Sandbox:
 
     # -- warm sandboxes --------------------------------------------------------------------------------------
 
-    def _reaper_queue(self) -> "queue.SimpleQueue[_Jail]":
+    def _reaper_queue(self) -> "queue.SimpleQueue[_Jail | None]":
         with self._cond:
-            if self._reaper is None:
+            if self._reaper is None or self._reaped is None:   # started together
                 self._reaped = queue.SimpleQueue()
                 self._reaper = threading.Thread(target=self._reap_loop, args=(self._reaped,),
                                                 name="ecab-sandbox-reaper", daemon=True)
@@ -542,11 +545,12 @@ class Sandbox:
     def _start_jail(self) -> _Jail:
         runtime = isolation.probe_runtime()
         program, _ = isolation.seccomp_program()
-        token, uid = sandbox_identity()
-        uid = uid if isolation.runs_as_root() else None
-        settings = {"uid": uid, "cpu_seconds": self.limits.cpu_seconds, "memory_mb": self.limits.memory_mb,
-                    "max_output_chars": self.limits.max_output_chars, "max_processes": self.limits.max_processes,
-                    "file_bytes": self.limits.tmp_mb << 20, "guard": int(self.python_guard)}
+        token, root_uid = sandbox_identity()
+        uid = root_uid if isolation.runs_as_root() else None
+        settings: dict[str, int | str | None] = {
+            "uid": uid, "cpu_seconds": self.limits.cpu_seconds, "memory_mb": self.limits.memory_mb,
+            "max_output_chars": self.limits.max_output_chars, "max_processes": self.limits.max_processes,
+            "file_bytes": self.limits.tmp_mb << 20, "guard": int(self.python_guard)}
         info_read, info_write = os.pipe()
         filter_fd = isolation.seccomp_fd(program) if program else None
         settings["token"] = token

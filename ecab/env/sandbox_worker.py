@@ -47,7 +47,7 @@ class ForbiddenCode(Exception):
 
 
 def _forbidden_name(name: str | None) -> bool:
-    return bool(name) and name.startswith("_")
+    return name is not None and name.startswith("_")
 
 
 def _forbidden_attribute(name: str) -> bool:
@@ -166,7 +166,8 @@ class CappedStdout:
     """In-memory stdout that keeps the first `limit` characters and counts the rest."""
 
     def __init__(self, limit: int):
-        self.limit, self.parts, self.size, self.dropped = limit, [], 0, 0
+        self.parts: list[str] = []
+        self.limit, self.size, self.dropped = limit, 0, 0
 
     def write(self, text: str) -> int:
         room = self.limit - self.size
@@ -218,7 +219,8 @@ def run_restricted(code: str, max_output_chars: int, guard: bool = True) -> dict
     plain Python with every builtin: only the red-team tests use it, to show the OS wall holds on its own."""
     stdout = CappedStdout(max_output_chars)
     try:
-        tree = compile(code, "<python_execute>", "exec", _ast.PyCF_ONLY_AST)
+        # typeshed types an AST-only compile as returning AST; with mode "exec" it is always a Module
+        tree: _ast.Module = compile(code, "<python_execute>", "exec", _ast.PyCF_ONLY_AST)  # type: ignore[assignment]
         if guard:
             check_code(tree)
         compiled = compile(tree, "<python_execute>", "exec")

@@ -177,6 +177,6 @@ def persona_is_empty(persona: schema.Persona | dict | None) -> bool:
 
 def profile_response(persona: schema.Persona | dict | None) -> dict:
     """The get_user_profile tool: `{"profile": <persona dict>}` or the empty-profile message."""
-    if persona_is_empty(persona):
+    if persona is None or persona_is_empty(persona):
         return {"profile": {}, "message": NO_PROFILE}
     return {"profile": persona.to_dict() if isinstance(persona, schema.Record) else dict(persona)}

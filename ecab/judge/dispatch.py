@@ -77,9 +77,9 @@ def check_judge_config(judge_cfg: Any) -> None:
         raise ConfigError(f"judge.target {_section(judge_cfg, 'target')!r} is not callable")
     if _kind(judge_cfg) != LLM:
         return
-    from ecab.judge.llm import JudgeSettings
+    from ecab.judge.llm import judge_settings
     from ecab.llm.keys import resolve_api_key
-    resolve_api_key(JudgeSettings.from_config(judge_cfg).model,
+    resolve_api_key(judge_settings(judge_cfg).model,
                     offline="judge offline with judge=rules or judge=llm judge.model=sim")
 
 
@@ -97,10 +97,10 @@ def _llm(context: JudgeContext) -> Iterator[Judge]:
     """judge=llm opens its reply cache and, for judge.model=sim (no base_url), serves the simulator with the
     judge's reply policy; both are closed after the pass."""
     check_judge_config(context.config)
-    from ecab.judge.llm import JudgeSettings, LLMJudge, open_cache
+    from ecab.judge.llm import LLMJudge, judge_settings, open_cache
     from ecab.judge.sim_policy import JudgePolicy
     from ecab.sim import serve_if_simulated
-    settings = JudgeSettings.from_config(context.config)
+    settings = judge_settings(context.config)
     model, simulator = serve_if_simulated(settings.model, [JudgePolicy])
     settings = settings.with_model(model)
     cache = open_cache(settings)

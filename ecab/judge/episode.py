@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ecab.catalog.base import CatalogReader
+from ecab.core.rubric_types import reads_reviews
 from ecab.schema import Judgement, Product, Review, Task, Trajectory, Verdict
 
 
@@ -31,8 +32,9 @@ def recommended(task: Task, traj: Trajectory, catalog: CatalogReader, *,
     `review_limit` reviews when a rubric of the task reads reviews, else None)."""
     predicted = traj.predicted_product_id
     product = catalog.get_product(predicted) if predicted else None
-    needs_reviews = product is not None and any(r.type == "review_opinion" for r in task.rubrics)
-    reviews = catalog.get_reviews(product.product_id, limit=review_limit) if needs_reviews else None
+    reviews = None
+    if product is not None and any(reads_reviews(r) for r in task.rubrics):
+        reviews = catalog.get_reviews(product.product_id, limit=review_limit)
     return product, reviews
 
 

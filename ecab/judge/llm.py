@@ -29,26 +29,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from omegaconf import DictConfig, OmegaConf
-
 from ecab.catalog.base import CatalogReader
 from ecab.catalog.review_match import ReviewChecker
-from ecab.config import ConfigError
+from ecab.config import ConfigError, LLMJudgeConfig, section
+from ecab.core.rubric_types import ALL_RUBRIC_TYPES
 from ecab.core.rubric_checks import no_product_verdict
 from ecab.fields import lookup_detail
 from ecab.judge.episode import make_judgement, recommended
 from ecab.judge.rules import check_rubric
 from ecab.llm.cache import ReplyCache
 from ecab.llm.client import ChatClient, ChatError
-from ecab.llm.settings import ModelSettings
+from ecab.llm.settings import ModelSettings, model_settings
 from ecab.schema import Judgement, Product, Review, Rubric, Task, Trajectory, Verdict, Voucher
 
 LLM = "llm"
 JUDGE_MARKER = "[ecab-judge]"      # first characters of the system prompt: lets the simulator recognise a judge call
 MAX_REVIEWS = 20
 GRANULARITIES = ("sample", "rubric")
-LLM_TYPES = ("attribute_match", "numeric_range", "entity_match", "negative_attribute", "budget_match",
-             "review_opinion", "store_match")
+LLM_TYPES = tuple(t.name for t in ALL_RUBRIC_TYPES)   # every type, the legacy one too (core/rubric_types.py)
 
 JUDGE_SYSTEM_PROMPT = f"""{JUDGE_MARKER} You judge whether a product recommended by a shopping assistant meets a list of requirements (rubrics).
 
@@ -76,10 +74,6 @@ class JudgeReplyError(ValueError):
 # Settings
 # ---------------------------------------------------------------------------------------------------------
 
-def _plain(value: Any) -> Any:
-    return OmegaConf.to_container(value, resolve=True) if isinstance(value, DictConfig) else value
-
-
 @dataclass(frozen=True)
 class JudgeSettings:
     """The `judge` group for judge=llm (conf/judge/llm.yaml): the judge's model and the judge's own knobs.
@@ -91,42 +85,15 @@ class JudgeSettings:
     one does not match the rubric ids."""
 
     model: ModelSettings
-    granularity: str = "sample"
-    types: tuple[str, ...] = ("review_opinion",)
-    attribute_fallback: bool = False
-    skip_exact: bool = False
-    max_replies: int = 3
-    json_mode: bool = True
-    cache: bool = True
-    cache_dir: str | None = None
-    max_reviews: int = MAX_REVIEWS
-
-    @classmethod
-    def from_config(cls, judge_cfg: Any) -> "JudgeSettings":
-        """From the `judge` config group; one ConfigError naming the bad key."""
-        cfg = _plain(judge_cfg) or {}
-        if cfg.get("model") in (None, ""):
-            raise ConfigError("judge.model is required for judge=llm (a conf/model name or an inline block)")
-        model = ModelSettings.from_config(cfg["model"], config_key="judge.model")
-        granularity = cfg.get("granularity", "sample")
-        if granularity not in GRANULARITIES:
-            raise ConfigError(f"judge.granularity must be one of {list(GRANULARITIES)}, got {granularity!r}")
-        types = tuple(cfg.get("types") or ())
-        unknown = [t for t in types if t not in LLM_TYPES]
-        if unknown:
-            raise ConfigError(f"judge.types: unknown rubric type(s) {unknown}; expected some of {list(LLM_TYPES)}")
-        for key in ("max_attempts", "transport_attempts", "concurrency"):
-            value = cfg.get(key, 1)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ConfigError(f"judge.{key} must be a positive integer, got {value!r}")
-        model = model.for_role(temperature=cfg.get("temperature", 0.0), max_output_tokens=cfg.get("max_tokens"),
-                               max_attempts=int(cfg.get("transport_attempts", 6)),
-                               timeout_s=float(cfg.get("timeout_s", 120.0)), concurrency=int(cfg.get("concurrency", 8)))
-        return cls(model=model, granularity=granularity, types=types,
-                   attribute_fallback=bool(cfg.get("attribute_fallback", False)),
-                   skip_exact=bool(cfg.get("skip_exact", False)), max_replies=int(cfg.get("max_attempts", 3)),
-                   json_mode=bool(cfg.get("json_mode", True)), cache=bool(cfg.get("cache", True)),
-                   cache_dir=cfg.get("cache_dir"), max_reviews=int(cfg.get("max_reviews", MAX_REVIEWS)))
+    granularity: str
+    types: tuple[str, ...]
+    attribute_fallback: bool
+    skip_exact: bool
+    max_replies: int
+    json_mode: bool
+    cache: bool
+    cache_dir: str | None
+    max_reviews: int
 
     @property
     def model_id(self) -> str:
@@ -153,6 +120,28 @@ def product_view(product: Product) -> dict[str, Any]:
             "main_category": product.main_category, "price": product.price,
             "average_rating": product.average_rating, "rating_number": product.rating_number,
             "details": product.details, "features": product.features, "description": product.description}
+
+
+def judge_settings(judge: Any) -> JudgeSettings:
+    """The judge=llm settings of the typed `judge` section (LLMJudgeConfig; a mapping gets conf/judge/llm.yaml's
+    values for the keys it leaves out). One ConfigError line naming the bad key."""
+    cfg = judge if isinstance(judge, LLMJudgeConfig) else section(LLMJudgeConfig, judge, defaults=["judge=llm"])
+    if cfg.model in (None, ""):
+        raise ConfigError("judge.model is required for judge=llm (a conf/model name or an inline block)")
+    if cfg.granularity not in GRANULARITIES:
+        raise ConfigError(f"judge.granularity must be one of {list(GRANULARITIES)}, got {cfg.granularity!r}")
+    types = tuple(cfg.types or ())
+    unknown = [t for t in types if t not in LLM_TYPES]
+    if unknown:
+        raise ConfigError(f"judge.types: unknown rubric type(s) {unknown}; expected some of {list(LLM_TYPES)}")
+    model = model_settings(cfg.model, config_key="judge.model")
+    model = model.for_role(temperature=cfg.temperature, max_output_tokens=cfg.max_tokens,
+                           max_attempts=cfg.transport_attempts, timeout_s=float(cfg.timeout_s),
+                           concurrency=cfg.concurrency)
+    return JudgeSettings(model=model, granularity=cfg.granularity, types=types,
+                         attribute_fallback=cfg.attribute_fallback, skip_exact=cfg.skip_exact,
+                         max_replies=cfg.max_attempts, json_mode=cfg.json_mode, cache=cfg.cache,
+                         cache_dir=cfg.cache_dir, max_reviews=cfg.max_reviews)
 
 
 def rubric_line(rubric: Rubric) -> str:

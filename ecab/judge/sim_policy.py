@@ -17,7 +17,7 @@ from typing import Any
 
 from ecab.judge.llm import JUDGE_MARKER
 from ecab.core.text import keyword_tokens, normalize
-from ecab.core.rubric_checks import rubric_verdict
+from ecab.core.rubric_types import reads_reviews, rubric_verdict
 from ecab.schema import Product, Rubric, Voucher
 from ecab.sim.policy import TextPolicy, system_prompt_starts_with
 
@@ -71,7 +71,7 @@ def opinion_in_reviews(opinion: str, reviews: list[str]) -> str | None:
 def decide(product: Product | None, reviews: list[str], voucher: Voucher | None, rubric: Rubric) -> tuple[bool, str]:
     if product is None:
         return False, "No product shown."
-    if rubric.type == "review_opinion":
+    if reads_reviews(rubric):
         hit = opinion_in_reviews(rubric.opinion, reviews)
         return (True, f"A review says it: {hit[:120]!r}") if hit else (False, "No review states this opinion.")
     verdict = rubric_verdict(rubric, product, voucher=voucher)

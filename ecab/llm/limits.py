@@ -8,7 +8,7 @@ waiting to retry never holds capacity that another call could use.
 Whoever builds a chat client injects the endpoint's limiter (there is no process-wide registry); the client
 (ecab/llm/client.py) holds a slot around each HTTP attempt:
 
-    limiter = AdaptiveLimiter(LimiterSettings.from_config(cfg.runner.limits))
+    limiter = AdaptiveLimiter(cfg.runner.limits)       # LimiterSettings: the typed runner.limits section
     chat = ChatClient(settings, limiter=limiter)      # every episode's agent shares `chat`
     # inside the client, per attempt:
     async with limiter.slot() as slot:
@@ -28,8 +28,10 @@ import contextlib
 import heapq
 import itertools
 import time
-from dataclasses import asdict, dataclass, fields
-from typing import Any, AsyncIterator, Protocol
+from dataclasses import asdict, dataclass
+from typing import AsyncIterator, Protocol
+
+from ecab.config import LimitsConfig
 
 OK, THROTTLED, FAILED = "ok", "throttled", "failed"
 NEW_CALL_GRACE = 0.25   # new calls resume this fraction of Retry-After after the retries (see AimdWindow)
@@ -40,31 +42,9 @@ STALL_ROUND_TRIPS = 4         # with no call served since the last decrease, dec
 PACE_ROUND_TRIPS = 3          # after a 429, call starts are spread over the round trip for this many of them
 
 
-@dataclass
-class LimiterSettings:
-    max_concurrency: int = 1024      # the window never grows past this
-    min_concurrency: int = 1
-    initial: int | None = None       # starting window (default: max_concurrency; a 429 shrinks it fast)
-    decrease: float = 0.7            # window *= decrease on a 429 (at most once per cooldown)
-    increase: float = 1.0            # window += increase per window's worth of successes
-    max_retry_after_s: float = 30.0  # cap on an honoured Retry-After
-
-    @classmethod
-    def from_config(cls, cfg: Any) -> "LimiterSettings":
-        """From a mapping (runner.limits); unknown keys are an error that names the key."""
-        if cfg is None:
-            return cls()
-        data = dict(cfg.items()) if hasattr(cfg, "items") else dict(cfg)
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"runner.limits: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
-        settings = cls(**{k: v for k, v in data.items() if v is not None or k == "initial"})
-        if settings.min_concurrency < 1 or settings.max_concurrency < settings.min_concurrency:
-            raise ValueError("runner.limits: need 1 <= min_concurrency <= max_concurrency")
-        if not 0 < settings.decrease < 1:
-            raise ValueError(f"runner.limits.decrease must be in (0, 1), got {settings.decrease}")
-        return settings
+# runner.limits: the typed section is the settings (ecab/config/schema.py holds the fields, their defaults and
+# checks: max_concurrency, min_concurrency, initial, decrease, increase, max_retry_after_s).
+LimiterSettings = LimitsConfig
 
 
 @dataclass
@@ -395,9 +375,11 @@ class SyncedLimiter:
 
     async def _sync_loop(self) -> None:
         while True:
+            wake = self._wake
+            assert wake is not None   # set before the loop starts
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), SYNC_INTERVAL_S)
-            self._wake.clear()
+                await asyncio.wait_for(wake.wait(), SYNC_INTERVAL_S)
+            wake.clear()
             if self._counts or self.local._next_is_retry() is not None:   # idle workers do not poll the actor
                 with contextlib.suppress(Exception):   # a lost sync is retried at the next interval
                     await self.flush()

@@ -1,4 +1,5 @@
-"""One model endpoint's settings, parsed once from a `conf/model/<name>.yaml` (or an inline block).
+"""One model endpoint's settings, built once from the typed model section (`ecab.config.EndpointModelConfig`: a
+`conf/model/<name>.yaml`, or an inline block), by `model_settings`.
 
 Every LLM caller reads its model through `ModelSettings`: the agent (`model`), the LLM judge (`judge.model`)
 and the LLM verbalizer (`construct.llm.model`). One meaning per field: `max_output_tokens` is the output-token
@@ -6,22 +7,30 @@ limit (sent as `max_tokens_param` names it), `max_attempts` the HTTP attempts pe
 `concurrency` the requests in flight through one client. A role with knobs of its own (the judge's
 temperature, its reply attempts) keeps them in its own small settings object next to a `ModelSettings`
 (`for_role` applies the role's temperature and output limit). Errors name the config key the block came from
-(`config_key`: model, judge.model, construct.llm.model), so no caller has to rewrite them.
+(`config_key`: model, judge.model, construct.llm.model), so no caller has to rewrite them. The fields' defaults
+(for an inline block that leaves a knob out) are the schema's (ecab/config/schema.py).
 """
 from __future__ import annotations
 
 import dataclasses
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
-from ecab.config import CONF_DIR, ConfigError
+from ecab.config import CONF_DIR, ConfigError, EndpointModelConfig, ModelConfig, plain, section
+from ecab.config.schema import HTTP_CLIENTS
 
-HTTP_CLIENTS = ("aiohttp", "httpx")
+__all__ = ["HTTP_CLIENTS", "ModelSettings", "ROLE_OUTPUT_TOKENS", "endpoint_config", "model_settings"]
+
 ROLE_OUTPUT_TOKENS = 4096     # a role's output limit when neither the role nor the model sets one
 # null means "do not send" for these; for every other field null means the default
 NULLABLE = ("base_url", "api_key_env", "temperature", "max_output_tokens", "reasoning_effort", "parallel_tool_calls",
-            "sim")
+            "sim", "wall_clock_s")
+
+
+def _default(name: str) -> Any:
+    """The schema's default of EndpointModelConfig.<name> (the one place it is written)."""
+    return EndpointModelConfig.__dataclass_fields__[name].default
 
 
 @dataclass(frozen=True)
@@ -32,20 +41,20 @@ class ModelSettings:
     model_id: str
     base_url: str | None = None                         # None: the OpenAI API
     api_key_env: str | None = None                      # the variable's NAME (ecab/llm/keys.py)
-    temperature: float | None = 1.0                     # None: not sent
+    temperature: float | None = _default("temperature")        # None: not sent
     max_output_tokens: int | None = None                # None: not sent
-    max_tokens_param: str = "max_completion_tokens"     # OpenRouter and vLLM also accept it; some want max_tokens
+    max_tokens_param: str = _default("max_tokens_param")       # OpenRouter and vLLM also accept it; some want max_tokens
     reasoning_effort: str | None = None                 # OpenAI reasoning models (top-level field)
     parallel_tool_calls: bool | None = False            # with tools only; None: not sent
     extra_body: dict[str, Any] = field(default_factory=dict)    # provider fields, merged into the body
     echo_reasoning: bool = True                         # keep provider reasoning fields on the message
     price_per_million: dict[str, float] = field(default_factory=dict)   # input, cached_input, output (USD)
-    timeout_s: float = 300.0                            # per HTTP attempt
-    max_attempts: int = 6                               # HTTP attempts per request, retries included
-    max_retry_wait_s: float = 60.0                      # cap on Retry-After and backoff
-    backoff_base_s: float = 1.0
-    concurrency: int = 64                               # requests in flight through one client
-    http_client: str = "aiohttp"                        # or "httpx" (ecab/llm/client.py::http_client)
+    timeout_s: float = _default("timeout_s")                   # per HTTP attempt
+    max_attempts: int = _default("max_attempts")               # HTTP attempts per request, retries included
+    max_retry_wait_s: float = _default("max_retry_wait_s")     # cap on Retry-After and backoff
+    backoff_base_s: float = _default("backoff_base_s")
+    concurrency: int = _default("concurrency")                 # requests in flight through one client
+    http_client: str = _default("http_client")                 # or "httpx" (ecab/llm/client.py::http_client)
     sim: dict[str, Any] | None = None                   # the simulator's settings (model=sim), see ecab/sim
     config_key: str = "model"                           # where the block was configured, for error messages
 
@@ -53,28 +62,6 @@ class ModelSettings:
     # (the LLM verbalizer keeps one client per settings and process).
     def __hash__(self) -> int:
         return hash(json.dumps(dataclasses.asdict(self), sort_keys=True, default=str))
-
-    @classmethod
-    def from_config(cls, model: Any, *, config_key: str = "model") -> "ModelSettings":
-        """From a conf/model name (str) or a block (dict or omegaconf node). Unknown keys (kind, wall_clock_s)
-        are ignored; a missing model_id, a key written into the config, a bad http_client or price is a
-        ConfigError naming `config_key`."""
-        name, block = load_model_block(model, config_key)
-        if block.get("api_key"):
-            raise ConfigError(f"{config_key}={name}: keys do not belong in the config ({config_key}.api_key); "
-                              f"export the key in an environment variable and name it in {config_key}.api_key_env")
-        model_id = block.get("model_id") or block.get("model")
-        if not model_id:
-            raise ConfigError(f"{config_key}: the model block has no model_id")
-        known = {f.name for f in dataclasses.fields(cls)} - {"name", "model_id", "config_key"}
-        values = {k: v for k, v in block.items() if k in known and (v is not None or k in NULLABLE)}
-        values["extra_body"] = dict(values.get("extra_body") or {})
-        values["price_per_million"] = _prices(block, config_key)
-        if values.get("sim") is not None:
-            values["sim"] = dict(values["sim"])
-        settings = cls(name=str(name), model_id=str(model_id), config_key=config_key, **values)
-        settings.check_http_client()
-        return settings
 
     def replace(self, **changes: Any) -> "ModelSettings":
         return dataclasses.replace(self, **changes)
@@ -110,6 +97,50 @@ class ModelSettings:
         return round(dollars, 8)
 
 
+def model_settings(model: Any, *, config_key: str = "model") -> ModelSettings:
+    """The settings of a model section: the typed `EndpointModelConfig` (an entry point parsed it), or a
+    conf/model name or an inline block (judge.model, construct.llm.model), typed here first."""
+    typed = endpoint_config(model, config_key)
+    settings = ModelSettings(
+        name=typed.name, model_id=str(typed.model_id), base_url=typed.base_url, api_key_env=typed.api_key_env,
+        temperature=typed.temperature, max_output_tokens=typed.max_output_tokens,
+        max_tokens_param=typed.max_tokens_param, reasoning_effort=typed.reasoning_effort,
+        parallel_tool_calls=typed.parallel_tool_calls, extra_body=dict(typed.extra_body),
+        echo_reasoning=typed.echo_reasoning, price_per_million=_prices(typed.price_per_million, config_key),
+        timeout_s=typed.timeout_s, max_attempts=typed.max_attempts, max_retry_wait_s=typed.max_retry_wait_s,
+        backoff_base_s=typed.backoff_base_s, concurrency=typed.concurrency, http_client=typed.http_client,
+        sim=dict(typed.sim) if typed.sim is not None else None, config_key=config_key)
+    return settings
+
+
+def endpoint_config(model: Any, config_key: str = "model") -> EndpointModelConfig:
+    """A model section as the typed EndpointModelConfig: as it is when typed; a conf/model name is loaded; an
+    inline block gets the schema's defaults for the keys it leaves out (name: inline, kind: openai). A missing
+    model_id, a key written into the config, a bad number or http_client is one ConfigError naming `config_key`."""
+    if isinstance(model, EndpointModelConfig):
+        return model
+    if isinstance(model, ModelConfig):
+        raise ConfigError(f"{config_key}: the model block has no model_id (model {model.name!r}, kind {model.kind!r})")
+    name, block = load_model_block(model, config_key)
+    if block.get("api_key"):
+        raise ConfigError(f"{config_key}={name}: keys do not belong in the config ({config_key}.api_key); "
+                          f"export the key in an environment variable and name it in {config_key}.api_key_env")
+    model_id = block.get("model_id") or block.get("model")
+    if not model_id:
+        raise ConfigError(f"{config_key}: the model block has no model_id")
+    known = {f.name for f in dataclasses.fields(EndpointModelConfig)}
+    values = {k: v for k, v in block.items() if k in known and (v is not None or k in NULLABLE)}
+    values.update(name=str(name), model_id=str(model_id), kind=str(block.get("kind") or "openai"),
+                  price_per_million=_flat_prices(block))
+    try:
+        return section(EndpointModelConfig, values)
+    except ConfigError as exc:
+        text = str(exc)
+        if config_key != "model" and text.startswith("model."):
+            text = config_key + text[len("model"):]
+        raise ConfigError(text) from None
+
+
 def load_model_block(model: Any, config_key: str = "model") -> tuple[str, dict[str, Any]]:
     """(name, block) of a conf/model name or an inline block; the name of an inline block without one is
     "inline"."""
@@ -121,26 +152,28 @@ def load_model_block(model: Any, config_key: str = "model") -> tuple[str, dict[s
                               "or give an inline block with base_url and model_id")
         from omegaconf import OmegaConf
         block = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+        assert isinstance(block, dict)
+        block.pop("defaults", None)          # the option's schema (schema_endpoint): not a model key
         return str(block.get("name") or model), dict(block)
-    block = _plain(model)
-    if not isinstance(block, dict):
+    block = plain(model)
+    if not isinstance(block, Mapping):
         raise ConfigError(f"{config_key} must be a model name or a block with base_url and model_id, got {model!r}")
     return str(block.get("name") or "inline"), dict(block)
 
 
-def _plain(value: Any) -> Any:
-    from omegaconf import DictConfig, OmegaConf
-    return OmegaConf.to_container(value, resolve=True) if isinstance(value, DictConfig) else value
-
-
-def _prices(block: dict[str, Any], config_key: str) -> dict[str, float]:
-    """`price_per_million: {input, cached_input, output}` (USD per million tokens), or the flat keys
-    price_input_per_mtok / price_output_per_mtok of an inline block; every price a number."""
+def _flat_prices(block: Mapping[str, Any]) -> dict[str, Any]:
+    """`price_per_million: {input, cached_input, output}`, or the flat keys price_input_per_mtok /
+    price_output_per_mtok of an inline block."""
     prices = dict(block.get("price_per_million") or {})
     for which in ("input", "output"):
         flat = block.get(f"price_{which}_per_mtok")
         if which not in prices and flat is not None:
             prices[which] = flat
+    return prices
+
+
+def _prices(prices: Mapping[str, Any], config_key: str) -> dict[str, float]:
+    """USD per million tokens; every price a number."""
     out = {}
     for which, value in prices.items():
         try:

@@ -23,42 +23,14 @@ import asyncio
 import collections
 import statistics
 import time
-from dataclasses import dataclass, fields
 from typing import Any
 
+from ecab.config import AdmissionConfig
 
-@dataclass
-class AdmissionSettings:
-    enabled: bool = True             # false: all C start at once and stay in flight (the fixed window)
-    target_delay_s: float = 0.1      # the harness's queueing delay the window is held under
-    initial: int = 16                # episodes allowed in flight at the start
-    growth_per_s: float = 16.0       # window growth per second while the delay is under the target
-    decrease: float = 0.9            # window = in flight x this, when the delay is over the target
-    decide_every_s: float = 1.0      # the window is reconsidered this often, on the median probe since the last time
-    probe_interval_s: float = 0.1
-    floor: int = 4                   # the window never shrinks below this
 
-    @classmethod
-    def from_config(cls, cfg: Any) -> "AdmissionSettings":
-        """From runner.admission: a mapping of these keys, or a bare true/false; an unknown key is an error
-        that names it."""
-        if cfg is None:
-            return cls()
-        if isinstance(cfg, bool):
-            return cls(enabled=cfg)
-        data = dict(cfg.items()) if hasattr(cfg, "items") else None
-        if data is None:
-            raise ValueError(f"runner.admission: expected true, false or a mapping, got {cfg!r}")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"runner.admission: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
-        settings = cls(**data)
-        if not 0 < settings.decrease < 1:
-            raise ValueError(f"runner.admission.decrease must be in (0, 1), got {settings.decrease}")
-        if settings.target_delay_s <= 0 or settings.probe_interval_s <= 0 or settings.initial < 1 or settings.floor < 1:
-            raise ValueError("runner.admission: target_delay_s and probe_interval_s must be > 0, initial and floor >= 1")
-        return settings
+# runner.admission: the typed section is the settings (ecab/config/schema.py holds the fields, their defaults and
+# checks: enabled, target_delay_s, initial, growth_per_s, decrease, decide_every_s, probe_interval_s, floor).
+AdmissionSettings = AdmissionConfig
 
 
 PROBES_KEPT = 36_000   # the probes describe()'s p95 is over: the last hour at 10 a second

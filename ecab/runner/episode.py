@@ -38,6 +38,11 @@ class DelayedAgent:
         await asyncio.sleep(self.delay_s)
         return await self.agent.act(messages, tools)
 
+    async def aclose(self) -> None:
+        close = getattr(self.agent, "aclose", None)
+        if close is not None:
+            await close()
+
 
 async def run_unit(unit: Unit, task: Task, catalog, settings: EpisodeSettings, options: EpisodeOptions, *,
                    chat=None) -> Trajectory:

@@ -20,7 +20,7 @@ import os
 import threading
 from dataclasses import dataclass, replace
 from multiprocessing.connection import wait
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 from tqdm import tqdm
 
@@ -45,7 +45,7 @@ class ChildSpec:
     run_dir: str
     catalog_path: str
     search_mode: str
-    episode: EpisodeOptions       # its model_cfg plain values
+    episode: EpisodeOptions       # its model_cfg the typed model section (picklable)
     settings: EpisodeSettings
     concurrency: int
     limits: LimiterSettings
@@ -177,7 +177,7 @@ class ProcessesRunner:
                 for reader in wait(list(open_pipes)):
                     child = open_pipes[reader]
                     try:
-                        kind, payload = reader.recv()
+                        kind, payload = cast(Any, reader).recv()   # a Connection (wait() is typed loosely)
                     except EOFError:   # it exited: fine once its stats are in, a death otherwise
                         del open_pipes[reader]
                         if child.index not in finished:

@@ -35,7 +35,7 @@ from ecab.schema import Task
 
 class RayRunner:
     """runner=ray. A `pool` passed in (a budget study's) is used and left running; otherwise one is started
-    for each run and stopped after it. `episode.model_cfg` must be plain values (the workers pickle it)."""
+    for each run and stopped after it. `episode.model_cfg` is the typed model section (the workers unpickle it)."""
 
     name = "ray"
 

@@ -121,7 +121,7 @@ class CatalogPool:
         # The actors find the stats actor by name: a restarted actor gets its constructor arguments again,
         # and Ray warns (and a restart can fail) when those include a handle held in the object store.
         stats_name = f"ecab-run-stats-{uuid.uuid4().hex}"
-        self.stats = RunStats.options(name=stats_name).remote()
+        self.stats = RunStats.options(name=stats_name).remote()  # type: ignore[attr-defined]  # @ray.remote is untyped
         options = {"num_cpus": num_cpus, "max_restarts": -1, "max_task_retries": 0,
                    "max_concurrency": max_concurrency, "scheduling_strategy": "SPREAD"}
         self.actors: list[list[Any]] = [
@@ -163,7 +163,7 @@ class RayShardClient:
     retried until `retry_deadline_s`. Blocking in `result()`, like a local catalog: the tool box calls the
     facade from worker threads."""
 
-    call_threads = None   # its calls wait on actors: a thread per episode in flight (widen_thread_pool)
+    call_threads: int | None = None   # its calls wait on actors: a thread per episode in flight (widen_thread_pool)
 
     def __init__(self, index: int, replicas: list[Any], *, call_timeout_s: float = 120.0,
                  retry_deadline_s: float = 300.0):

@@ -1,30 +1,17 @@
-"""runner=ray's cluster: its settings (`RayOptions`, from runner.*) and the limiter actors, one per LLM endpoint
-(`start_limiters`); connecting to Ray is ecab/core/ray_connect.py."""
+"""runner=ray's cluster: its settings (`RayOptions`: the typed runner section) and the limiter actors, one per
+LLM endpoint (`start_limiters`); connecting to Ray is ecab/core/ray_connect.py."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
 from typing import Any
 
 import ray
 
+from ecab.config import RayRunnerConfig
 
-@dataclass
-class RayOptions:
-    workers: int = 2
-    concurrency: int = 256            # episodes in flight over all workers
-    worker_cpus: float = 0.0          # I/O bound: reserving CPUs could leave actors pending on small nodes
-    catalog_cpus: float = 0.0
-    catalog_max_concurrency: int = 16
-    worker_restarts: int = 3          # dead workers replaced at most this many times per run
 
-    @classmethod
-    def from_config(cls, runner_cfg: Any) -> "RayOptions":
-        get = runner_cfg.get if hasattr(runner_cfg, "get") else (lambda k, d=None: getattr(runner_cfg, k, d))
-        opts = cls(**{f: get(f, default) for f, default in asdict(cls()).items()})
-        if opts.workers < 1 or opts.concurrency < 1:
-            raise ValueError(f"runner.workers and runner.concurrency must be >= 1 "
-                             f"(got {opts.workers}, {opts.concurrency})")
-        return opts
+# runner=ray's settings: the typed runner section itself (workers, concurrency, worker_cpus, catalog_cpus,
+# catalog_max_concurrency, worker_restarts; conf/runner/ray.yaml holds the values, ecab/config/schema.py the checks).
+RayOptions = RayRunnerConfig
 
 
 def start_limiters(model_cfgs: list[dict], settings: dict) -> dict[str, Any]:

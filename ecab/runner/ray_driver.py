@@ -147,7 +147,7 @@ class RayDriver:
             self.workers[index] = replacement
 
     def stats(self) -> RunnerStats:
-        retried_calls, memory, search_cache = 0, [], Counter()
+        retried_calls, memory, search_cache = 0, [], Counter[str]()
         for worker in self.workers:
             if worker.alive:
                 try:

@@ -21,7 +21,7 @@ class WorkerSpec:
     """Everything an episode worker needs, as plain picklable values."""
 
     run_dir: str
-    episode: EpisodeOptions             # its model_cfg a plain dict
+    episode: EpisodeOptions             # its model_cfg the typed model section (picklable)
     settings: dict                      # EpisodeSettings fields
     search_mode: str
     concurrency: int = 128              # episodes in flight in this worker

@@ -88,9 +88,9 @@ class RunFolder:
             path = self._session_parts.get(writer)
             if path is None:
                 session = 1
-                while (path := self.trajectories_dir / _part_name(writer, session)).exists():
+                while (candidate := self.trajectories_dir / _part_name(writer, session)).exists():
                     session += 1
-                self._session_parts[writer] = path
+                path = self._session_parts[writer] = candidate
             return path
 
     def part_files(self) -> list[Path]:

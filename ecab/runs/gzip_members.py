@@ -62,7 +62,8 @@ def _decode_member(data: mmap.mmap, start: int, size: int) -> tuple[bytes, int |
     """(content, the offset just past the member) of the member at `start`; (partial content, None) when the
     file ends inside it; None when it does not decode."""
     decoder = zlib.decompressobj(_GZIP_WBITS)
-    parts, position = [], start
+    parts: list[bytes] = []
+    position = start
     try:
         while not decoder.eof:
             if position >= size:

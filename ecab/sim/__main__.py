@@ -1,18 +1,30 @@
 """`python -m ecab.sim [--port 0] [--latency-ms 20 --latency lognormal] [--rate-429 0.1] ...`
 
 Serves the simulated endpoint until interrupted and prints its base URL (first line of stdout), e.g. to
-point a run at it: `python -m ecab.run model=sim model.base_url=http://127.0.0.1:8123/v1`. It answers every
-stage's requests: the LLM judge's, the LLM verbalizer's and the agent's (`all_policies`).
+point a run at it: `python -m ecab.run model=sim model.base_url=http://127.0.0.1:8123/v1`. By default it
+answers every stage's requests: the LLM judge's, the LLM verbalizer's and the agent's (DEFAULT_POLICIES);
+`--policy MODULE:FACTORY` (repeatable, asked in order) serves others, e.g. only the judge's.
+
+The policies are named, not imported: they belong to the stages (ecab.judge, ecab.construct, ecab.agents),
+which sit in layers above the simulator (pyproject.toml [tool.importlinter]), so this module imports none of
+them; it loads the named factories when it starts, as a server loads the application it is told to serve.
 """
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import signal
 import sys
 import threading
 
 from ecab.sim.server import FAULT_KINDS, SimConfig, SimServer
+
+
+# Every stage's reply policy, in the order they are asked: the judge's and the verbalizer's claim their own
+# prompts, the agent's answers the rest.
+DEFAULT_POLICIES = ("ecab.judge.sim_policy:JudgePolicy", "ecab.construct.sim_policy:VerbalizerPolicy",
+                    "ecab.agents.sim_policy:HeuristicPolicy")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -35,16 +47,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--config-json", default=None,
                    help="a whole SimConfig as JSON (what SimProcess passes); replaces the options above")
+    p.add_argument("--policy", action="append", dest="policies", default=None, metavar="MODULE:FACTORY",
+                   help="a reply policy factory to serve (repeatable; asked in the order given); "
+                        "default: " + " ".join(DEFAULT_POLICIES))
     return p.parse_args(argv)
 
 
-def all_policies() -> list:
-    """Every stage's reply policy, in the order they are asked: the judge's and the verbalizer's claim their
-    own prompts, the agent's answers the rest."""
-    from ecab.agents.sim_policy import HeuristicPolicy
-    from ecab.construct.sim_policy import VerbalizerPolicy
-    from ecab.judge.sim_policy import JudgePolicy
-    return [JudgePolicy, VerbalizerPolicy, HeuristicPolicy]
+def load_policies(specs: list[str] | tuple[str, ...] = DEFAULT_POLICIES) -> list:
+    """The policy factories named `MODULE:FACTORY`, in order; ValueError naming a spec that does not load."""
+    factories = []
+    for spec in specs:
+        module, _, name = spec.partition(":")
+        try:
+            factory = getattr(importlib.import_module(module), name) if module and name else None
+        except (ImportError, AttributeError) as exc:
+            raise ValueError(f"--policy {spec}: {exc}") from None
+        if not callable(factory):
+            raise ValueError(f"--policy {spec}: expected MODULE:FACTORY naming a policy class or factory")
+        factories.append(factory)
+    return factories
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,6 +80,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.require_key_env and not key:
         print(f"ecab.sim: error: environment variable {args.require_key_env} is not set", file=sys.stderr)
         return 2
+    try:
+        policies = load_policies(args.policies or DEFAULT_POLICIES)
+    except ValueError as exc:
+        print(f"ecab.sim: error: {exc}", file=sys.stderr)
+        return 2
     config = SimConfig.from_any(json.loads(args.config_json)) if args.config_json else SimConfig(latency=args.latency, latency_ms=args.latency_ms, latency_sigma=args.latency_sigma,
                        rate_429=args.rate_429, retry_after_s=args.retry_after_s, rpm=args.rpm, tpm=args.tpm,
                        rate_5xx=args.rate_5xx, malformed={k: getattr(args, k) for k in FAULT_KINDS},
@@ -67,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     # must still get the stats line and exit 0.
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
-    server = SimServer(config, all_policies(), host=args.host, port=args.port)
+    server = SimServer(config, policies, host=args.host, port=args.port)
     url = server.start()
     print(url, flush=True)
     try:

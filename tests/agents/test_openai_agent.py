@@ -25,6 +25,7 @@ from ecab.env.episode import MULTI_CALL_ERROR, NO_TOOL_REMINDER, EpisodeSettings
 from ecab.env.tools import ToolBox
 from ecab.llm import ChatClient, ModelSettings, resolve_api_key
 from ecab.llm.limits import AdaptiveLimiter
+from ecab.llm.settings import model_settings
 from ecab.llm.retry import retry_after_seconds, retrying
 from ecab.runs import RunFolder
 from ecab.schema import read_tasks
@@ -48,7 +49,7 @@ def agent_sim(config=None) -> SimServer:
 
 
 def agent_for(cfg, url=None, api_key="k", limiter=None) -> OpenAIAgent:
-    settings = ModelSettings.from_config(cfg)
+    settings = model_settings(cfg)
     return OpenAIAgent(ChatClient(settings.replace(base_url=url) if url else settings, api_key=api_key,
                                   limiter=limiter))
 
@@ -75,7 +76,7 @@ def heuristic_runs(tasks, catalog):
 def run_llm(tasks, catalog, url, cfg=None, api_key=None, settings=None):
     """The episodes through the LLM path as a runner runs them: one chat client with the endpoint's adaptive
     limiter, shared by every episode's agent."""
-    model = ModelSettings.from_config(cfg or model_cfg()).replace(base_url=url)
+    model = model_settings(cfg or model_cfg()).replace(base_url=url)
 
     async def go():
         chat = ChatClient(model, api_key=api_key, limiter=AdaptiveLimiter())
@@ -233,7 +234,7 @@ def test_both_http_clients_run_the_episode_the_heuristic_runs(http_client, tasks
 
 def test_an_unknown_http_client_is_one_clear_error(tmp_path):
     with pytest.raises(ValueError, match="http_client must be one of aiohttp, httpx, got 'curl'"):
-        ModelSettings.from_config(model_cfg(http_client="curl"))
+        model_settings(model_cfg(http_client="curl"))
     proc = subprocess.run([sys.executable, "-m", "ecab.run", "model=sim", "model.http_client=curl",
                            f"run.dir={tmp_path / 'runs'}"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "model.http_client must be one of aiohttp, httpx, got 'curl'" in proc.stderr
@@ -305,7 +306,7 @@ def test_the_request_on_the_wire_is_the_built_request_with_extra_body_merged():
 def test_the_papers_model_configs_load(name):
     from ecab.config import load_config
     cfg = load_config([f"model={name}"])
-    settings = ModelSettings.from_config(cfg.model)
+    settings = model_settings(cfg.model)
     assert cfg.model.kind == "openai" and cfg.model.temperature == 1.0 and settings.model_id
     assert settings.price_per_million["input"] > 0 and settings.price_per_million["output"] > 0
     assert (cfg.model.api_key_env is None) == (name == "sim")
@@ -323,7 +324,7 @@ def test_missing_key_is_a_clear_error(monkeypatch):
     assert resolve_api_key(gpt) == "sk-x"
     assert resolve_api_key(ModelSettings(name="sim", model_id="m", api_key_env=None)) is None
     with pytest.raises(ConfigError, match="keys do not belong in the config"):
-        ModelSettings.from_config({"name": "x", "model_id": "x", "api_key_env": "K", "api_key": "sk-inline"})
+        model_settings({"name": "x", "model_id": "x", "api_key_env": "K", "api_key": "sk-inline"})
 
 
 def test_missing_key_stops_the_run_before_any_work(tmp_path):

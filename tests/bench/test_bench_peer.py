@@ -37,7 +37,7 @@ def ecab_results(small_overrides):
     """ecab's side at C=2 and C=4 (two waves of the 4 tasks, then one), against one simulator."""
     with SimProcess(sim_config(0.01, None)) as sim:
         spec = {"side": "ecab", "base_url": sim.base_url, "budget": 100, "overrides": small_overrides,
-                "model_id": sim_model_cfg(sim.base_url, 1)["model_id"]}
+                "model_id": sim_model_cfg(sim.base_url, 1).model_id}
         results = [run_side({**spec, "concurrency": c, "episodes": TASKS}) for c in (2, 4)]
     return results, sim.stats
 

@@ -72,7 +72,7 @@ def test_builder_is_not_in_the_fingerprint():
                                        ("embed_cpus", "many")])
 def test_bad_ray_settings_name_their_key(tmp_path, key, value):
     cfg = {**CATALOG, "builder": "ray", key: value}
-    with pytest.raises(CatalogConfigError, match=f"^catalog.{key}: "):
+    with pytest.raises(CatalogConfigError, match=rf"^catalog\.{key}(: | must be)"):
         ray_build_options(cfg)
         ensure_catalog(cfg, tmp_path, progress=False)
     assert not (tmp_path / "catalogs").exists() or not any((tmp_path / "catalogs").iterdir())

@@ -147,7 +147,7 @@ def test_every_module_of_the_generator_is_part_of_the_catalog_fingerprint(tmp_pa
     changes the digest the fingerprint carries, so the catalog is built anew."""
     import shutil
 
-    from ecab.catalog.build import _generator_digest
+    from ecab.catalog.sources import _generator_digest
     copy = tmp_path / "synthetic"
     shutil.copytree(Path(synthetic.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
     before = _generator_digest(copy)

@@ -17,7 +17,7 @@ from ecab.construct.pipeline import construct
 from ecab.construct.reasons import REASON_GROUP, REJECTION_REASONS
 from ecab.construct.sample import RICH_NEIGHBOURHOOD, interleave_by_category, neighbourhood_scores
 from ecab.construct.select import NotLoadBearing, select_load_bearing
-from ecab.construct.settings import Settings
+from ecab.construct.settings import construct_settings
 from ecab.construct.validity import audit_tasks
 from ecab.schema import Product, Rubric
 
@@ -137,16 +137,16 @@ def test_neighbourhood_scores_put_rich_neighbourhoods_first():
 
 def test_knobs_are_checked():
     with pytest.raises(ValueError, match="min_query_load_bearing"):
-        Settings.from_cfg({"construct": {"min_query_load_bearing": 1.5}})
+        construct_settings({"construct": {"min_query_load_bearing": 1.5}})
     with pytest.raises(ValueError, match="min_query_matches"):
-        Settings.from_cfg({"construct": {"min_query_matches": -1}})
+        construct_settings({"construct": {"min_query_matches": -1}})
     with pytest.raises(ConfigError, match="construct.min_hidden_load_bearing"):
         check_number("construct.min_hidden_load_bearing", 2, "rate", 0, True, False)
-    off = Settings.from_cfg({"construct": {"min_hidden_load_bearing": 0, "min_query_load_bearing": 0,
+    off = construct_settings({"construct": {"min_hidden_load_bearing": 0, "min_query_load_bearing": 0,
                                            "min_query_matches": 0}})
     assert off.gate is None
-    assert Settings.from_cfg({}).gate == v.Gate(1.0, 0.0, 5)
-    assert "min_query_matches" in Settings().fingerprint_fields()
+    assert construct_settings({}).gate == v.Gate(1.0, 0.0, 5)
+    assert "min_query_matches" in construct_settings({}).fingerprint_fields()
 
 
 def _cfg(**kw):

@@ -5,6 +5,7 @@ Uses the session `small_catalog` of conftest.py (400 synthetic products + probes
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -20,7 +21,7 @@ from ecab.core.text import contains_phrase, normalize
 from ecab.construct.benchmark_cache import ensure_benchmark
 from ecab.construct.benchmark_folder import BENCHMARK_FILE, REJECTED_FILE, REJECTIONS_TABLE, rejection_table
 from ecab.construct.pipeline import construct
-from ecab.construct.settings import Settings
+from ecab.construct.settings import construct_settings
 from ecab.core.seeds import construction_seed, episode_seed
 from ecab.fields import INTENTS
 from ecab.judge.rules import check_rubric
@@ -124,10 +125,12 @@ def test_every_rubric_holds_for_the_target_and_the_task_is_unique(built, small_c
 
 
 def test_rejections_are_recorded_with_reasons_and_tabled(small_catalog, tmp_path):
-    # max_matches=0 rejects every candidate (the target itself always matches): all go to rejected.jsonl.
+    # max_matches=0 rejects every candidate (the target itself always matches): all go to rejected.jsonl. The
+    # config refuses 0 (construct.max_matches >= 1), so the settings are changed after parsing.
     out = tmp_path / "rej"
-    result = construct(cfg(n_per_intent=1, intents=["product_search", "coupon_budget"], max_matches=0,
-                           max_attempts=1, max_candidates=8), small_catalog, out_dir=out, progress=False)
+    settings = construct_settings(cfg(n_per_intent=1, intents=["product_search", "coupon_budget"], max_attempts=1,
+                                      max_candidates=8))
+    result = construct(dataclasses.replace(settings, max_matches=0), small_catalog, out_dir=out, progress=False)
     assert result.tasks == [], result.skip_counts
     rejected = read_tasks(out / REJECTED_FILE)
     assert len(rejected) == sum(result.rejection_counts.values()) >= 4
@@ -203,7 +206,7 @@ def test_ensure_benchmark_builds_once_and_keys_on_config(small_catalog, tmp_path
 
 def test_bad_config_is_one_clear_error(small_catalog):
     with pytest.raises(ValueError, match="unknown intent 'shopping'"):
-        Settings.from_cfg(cfg(intents=["shopping"]))
+        construct_settings(cfg(intents=["shopping"]))
     with pytest.raises(ValueError, match="n_per_intent"):
-        Settings.from_cfg(cfg(n_per_intent=-1))
+        construct_settings(cfg(n_per_intent=-1))
 

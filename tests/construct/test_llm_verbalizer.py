@@ -22,7 +22,7 @@ from ecab.construct.candidate import Skip, choose_verbalizer, run_stages
 from ecab.construct.catalog_scan import scan_catalog
 from ecab.construct.draft import Draft
 from ecab.construct.pipeline import construct
-from ecab.construct.settings import Settings
+from ecab.construct.settings import construct_settings
 from ecab.construct.validate import rubric_lock, validate_draft
 from ecab.construct.verbalize import verbalize as template_verbalize
 from ecab.core.seeds import task_rng
@@ -40,7 +40,9 @@ def cfg(verbalizer: str = "template", workers: int = 1, **llm) -> dict:
 
 def sim_requests(conf: dict) -> int:
     """Requests the build's simulator has answered so far (its /v1/sim/stats endpoint)."""
-    base_url = Settings.from_cfg(conf).llm.model.base_url      # the same server every build of this process uses
+    from ecab.construct.settings import construct_settings, serve_verbalizer
+    # the same server every build of this process uses (started by the build, not by reading the config)
+    base_url = serve_verbalizer(construct_settings(conf)).llm.model.base_url
     with urllib.request.urlopen(f"{base_url}/sim/stats", timeout=10) as response:
         return json.loads(response.read())["requests"]
 
@@ -100,10 +102,10 @@ def test_fingerprint_keys_on_the_llm_model_only_when_it_verbalizes(small_catalog
     sim_fp = benchmark_fingerprint(llm_conf, small_catalog)
     gpt_fp = benchmark_fingerprint(cfg("llm", model="gpt-5-mini"), small_catalog)
     assert len({template_fp, sim_fp, gpt_fp}) == 3
-    assert "llm" not in Settings.from_cfg(cfg()).fingerprint_fields()
-    assert Settings.from_cfg(cfg("llm", model="gpt-5-mini")).fingerprint_fields()["llm"]["model_id"] == "gpt-5-mini"
+    assert "llm" not in construct_settings(cfg()).fingerprint_fields()
+    assert construct_settings(cfg("llm", model="gpt-5-mini")).fingerprint_fields()["llm"]["model_id"] == "gpt-5-mini"
     # reasoning models get no temperature, as in the LLM judge
-    assert Settings.from_cfg(cfg("llm", model="gpt-5-mini")).llm.model.temperature is None
+    assert construct_settings(cfg("llm", model="gpt-5-mini")).llm.model.temperature is None
     # the worker count and the cache location never change the benchmark
     assert benchmark_fingerprint(cfg("llm", workers=1, cache_dir="/elsewhere"), small_catalog) == sim_fp
 
@@ -116,7 +118,7 @@ def test_fingerprint_keys_on_the_llm_model_only_when_it_verbalizes(small_catalog
 def leaky_candidate(small_catalog):
     """(intent, index, product id, value pools) of a candidate whose draft has a hidden (persona or
     clarification) string value, so a reply can leak it."""
-    settings = Settings.from_cfg(cfg())
+    settings = construct_settings(cfg())
     scan = scan_catalog(small_catalog, settings)
     for intent in INTENTS:
         for index, pid in enumerate(scan.candidates[intent][:20]):
@@ -169,7 +171,7 @@ def verbalize_with(replies, small_catalog, leaky_candidate, tmp_path, monkeypatc
     monkeypatch.setattr(verbalizer_policy, "verbalizer_reply", fake_reply)
     template = staged_draft(small_catalog, intent, index, pid, pools)
     template_verbalize(template, random.Random(1))
-    verbalize = choose_verbalizer(Settings.from_cfg(cfg("llm", cache_dir=str(tmp_path / "cache"))))
+    verbalize = choose_verbalizer(construct_settings(cfg("llm", cache_dir=str(tmp_path / "cache"))))
     verbalize(draft, random.Random(1))
     return draft, template.user_query, seen
 
@@ -264,7 +266,7 @@ def test_missing_api_key_is_one_clear_error_before_any_work(monkeypatch):
 
 def test_unknown_model_names_the_construct_key():
     with pytest.raises(ConfigError, match="construct.llm.model: unknown model 'no-such-model'"):
-        Settings.from_cfg(cfg("llm", model="no-such-model"))
+        construct_settings(cfg("llm", model="no-such-model"))
 
 
 # ---------------------------------------------------------------------------------------------------------

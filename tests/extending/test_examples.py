@@ -32,8 +32,9 @@ def common(small_run_cache, tmp_path_factory):
             f"run.dir={tmp_path_factory.mktemp('example-runs')}"]
 
 
-def test_the_plain_python_agent_runs_by_its_config_name(common):
-    run_cli("ecab.run", *common, "model=example-agent", "run.name=plain")
+def test_the_plain_python_agent_runs_by_its_config_name_in_spawned_processes(common):
+    # runner.processes=2: the agent's module is imported by name in each spawned episode process
+    run_cli("ecab.run", *common, "model=example-agent", "run.name=plain", "runner.processes=2")
     folder = next(a for a in common if a.startswith("run.dir=")).split("=", 1)[1]
     records = trajectories(__import__("pathlib").Path(folder) / "plain")
     assert len(records) == 4
@@ -43,14 +44,16 @@ def test_the_plain_python_agent_runs_by_its_config_name(common):
         assert record["model"] == "example-agent" and record["termination"] == "recommended"
 
 
-def test_the_loop_agent_and_the_custom_judge_run_under_ray(common):
+def test_the_loop_agent_the_custom_judge_and_a_users_tool_run_under_ray(common):
     from pathlib import Path
     run_cli("ecab.run", *common, "model=example-loop-agent", "judge=example-judge", "runner=ray",
-            "runner.workers=1", "run.name=loop-ray")
+            "runner.workers=1", "run.name=loop-ray", "tools.extra=[examples.extra_tool:PRICE_OF]")
     folder = Path(next(a for a in common if a.startswith("run.dir=")).split("=", 1)[1]) / "loop-ray"
     records = trajectories(folder)
     assert len(records) == 4
     assert all(r["steps"][0]["tool"] == "get_user_profile" for r in records)
+    priced = [s for r in records for s in r["steps"] if s["tool"] == "get_price"]
+    assert priced and not any(s["is_error"] for s in priced)    # the Ray workers imported the tool by name
     assert {r["termination"] for r in records} <= {"recommended", "no_tool_call"}
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["judge_model"] == "exact"
@@ -73,3 +76,50 @@ def test_evaluate_takes_keywords_and_refuses_a_bad_key(common):
         ecab.evaluate([*common], model="no-such-model")
     assert ecab.api.as_overrides(["a=1"], benchmark={"limit": 5, "name": None}, trials=2) == \
         ["a=1", "benchmark.limit=5", "benchmark.name=null", "trials=2"]
+
+
+def test_a_users_tool_by_import_path_joins_the_box_and_a_bad_one_is_one_line(small_catalog):
+    import asyncio
+
+    from ecab.env.tools import ToolBox, import_tools
+    from ecab.schema import Task
+
+    task = Task.from_dict({"id": "t", "intent_category": "product_search", "user_query": "cable",
+                           "target_product": small_catalog.get_product("PROBE-USBC").target_view(),
+                           "rubrics": [{"id": "r1", "type": "entity_match", "field": "title",
+                                        "expected_value": "Braidex"}]})
+    box = ToolBox(small_catalog, task, extra_tools=("examples.extra_tool:PRICE_OF",))
+    assert [s["function"]["name"] for s in box.schemas()][-1] == "get_price"
+    result = asyncio.run(box.call("get_price", '{"product_id": "PROBE-USBC"}'))
+    assert result.content == {"product_id": "PROBE-USBC", "price": 12.99}
+    for path, message in (("examples.extra_tool:price_of", "is a function that needs arguments"),
+                          ("examples.extra_tool:__doc__", "gave str, not a Tool record"),
+                          ("examples.extra_tool:nope", "has no attribute 'nope'")):
+        with pytest.raises(ecab.ConfigError, match=message):
+            import_tools((path,))
+
+
+def test_a_catalog_source_of_ones_own_builds_from_the_yaml_the_docs_show(tmp_path, catalog_batches):
+    import re
+
+    from ecab.catalog.build import ensure_catalog
+    from ecab.config import load_config, parse
+
+    shop = tmp_path / "shop.jsonl"
+    products = catalog_batches[0].products[:40]
+    with shop.open("w", encoding="utf-8") as out:
+        for product in products:
+            reviews = [r.to_dict() for r in catalog_batches[0].reviews if r.product_id == product.product_id]
+            out.write(json.dumps({**product.to_dict(), "reviews": reviews}) + "\n")
+    doc = (REPO_ROOT / "docs" / "extending.md").read_text(encoding="utf-8")
+    yaml = re.search(r"# my_conf/catalog/myshop.yaml[^\n]*\n(.*?)```", doc, flags=re.S).group(1)
+    (tmp_path / "conf" / "catalog").mkdir(parents=True)
+    (tmp_path / "conf" / "catalog" / "myshop.yaml").write_text(yaml.replace("/data/myshop.jsonl", str(shop)))
+    cfg = parse(load_config([f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "catalog=myshop",
+                             "catalog.batch_size=16"]))
+    catalog = ensure_catalog(cfg.catalog, tmp_path / "cache", progress=False)
+    assert catalog.count() == 40
+    first = products[0]
+    assert catalog.get_product(first.product_id).title == first.title
+    written = {r.review_id for r in catalog_batches[0].reviews if r.product_id == first.product_id}
+    assert written and {r.review_id for r in catalog.get_reviews(first.product_id, limit=100)} == written

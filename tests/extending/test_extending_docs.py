@@ -1,7 +1,6 @@
 """docs/extending.md stays true: its Python blocks compile, the files it cites exist, and the example configs
 it shows compose to what the examples are."""
 import re
-from pathlib import Path
 
 import pytest
 

@@ -87,7 +87,7 @@ def test_a_user_judge_needs_only_judge_episode_and_gets_the_correctness_rule(reg
 
 def test_a_judge_factory_that_returns_no_judge_is_named():
     with pytest.raises(ConfigError, match="expected an object with async judge_episode"):
-        with configured_judge({"name": "x", "kind": "python", "target": "examples.plain_agent:last_result"}):
+        with configured_judge({"name": "x", "kind": "python", "target": "builtins:str"}):
             pass
 
 

@@ -481,7 +481,7 @@ def test_checker_calibrate_records_stats_in_describe(checker):
 def test_the_rubric_checks_are_pure_and_need_an_injected_review_checker():
     """core/rubric_checks.py decides review_opinion only with the checker it is given (it loads no model);
     the rules judge's check_rubric supplies the process-wide one."""
-    from ecab.core.rubric_checks import rubric_verdict
+    from ecab.core.rubric_types import rubric_verdict
     opinion = rubric("review_opinion", "reviews", "feels sturdy")
     reviews = [Review(review_id=1, product_id="P1", rating=5, title="", text="It feels sturdy.")]
     assert rubric_verdict(opinion, product(), reviews=[]).satisfied is False       # no reviews: no checker needed

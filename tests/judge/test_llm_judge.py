@@ -18,7 +18,7 @@ import pytest
 from aiohttp import web
 
 from ecab.judge.episode import make_judgement
-from ecab.judge.llm import (JUDGE_MARKER, JUDGE_SYSTEM_PROMPT, LLMJudge, JudgeReplyError, JudgeSettings,
+from ecab.judge.llm import (JUDGE_MARKER, JUDGE_SYSTEM_PROMPT, LLMJudge, JudgeReplyError, JudgeSettings, judge_settings,
                             parse_results, user_prompt)
 from ecab.judge.sim_policy import is_judge_request, judge_reply
 from ecab.llm.cache import ReplyCache
@@ -104,7 +104,7 @@ def settings_for(endpoint: JudgeEndpoint, cache_dir=None, **judge) -> JudgeSetti
                                     "max_retry_wait_s": 1, "backoff_base_s": 0.01},
            "temperature": 0.0, "granularity": "sample", "types": ["review_opinion"], "max_attempts": 3,
            "transport_attempts": 3, "cache_dir": str(cache_dir) if cache_dir else None, **judge}
-    return JudgeSettings.from_config(cfg)
+    return judge_settings(cfg)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -372,7 +372,7 @@ def test_missing_judge_key_is_a_clear_error(monkeypatch):
     with pytest.raises(ConfigError, match="ECAB_TEST_JUDGE_KEY"):
         check_judge_config(cfg)
     with pytest.raises(ConfigError, match="judge.granularity"):
-        JudgeSettings.from_config({**OmegaConf.to_container(cfg), "granularity": "batch"})
+        judge_settings({**OmegaConf.to_container(cfg), "granularity": "batch"})
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -447,7 +447,7 @@ def test_rejudge_cli_writes_both_verdict_files_and_hits_the_cache(oracle_run, en
 
     # back to the rules judge (in process: the session's embedder is already loaded): both files stay,
     # the manifest's active judge follows the chosen judge, and the reduce stage reads its verdicts
-    from ecab.judge.__main__ import rejudge
+    from ecab.reduce.rejudge import rejudge
     from ecab.reduce import reduce_run
     summary = rejudge(run_dir, ["judge=rules"])
     assert summary["judge_model"] == "rules" and summary["tokens_and_cost"]["judge"]["episodes"] == 0

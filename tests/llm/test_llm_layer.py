@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from ecab.config import ConfigError
-from ecab.llm import ChatClient, ModelSettings, resolve_api_key
+from ecab.llm import ChatClient, resolve_api_key
+from ecab.llm.settings import model_settings
 
 ECAB = Path(__file__).resolve().parents[2] / "ecab"
 STAGES = ("ecab.agents", "ecab.judge", "ecab.construct", "ecab.env", "ecab.runner", "ecab.reduce", "ecab.catalog",
@@ -17,11 +18,11 @@ STAGES = ("ecab.agents", "ecab.judge", "ecab.construct", "ecab.env", "ecab.runne
 
 def test_one_model_config_reads_the_same_for_the_agent_the_judge_and_the_verbalizer(monkeypatch):
     from ecab.construct.llm_verbalizer import resolve
-    from ecab.judge.llm import JudgeSettings
+    from ecab.judge.llm import judge_settings
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
-    agent = ModelSettings.from_config("gpt-5-mini")
-    judge = JudgeSettings.from_config({"name": "llm", "model": "gpt-5-mini", "max_attempts": 3,
+    agent = model_settings("gpt-5-mini")
+    judge = judge_settings({"name": "llm", "model": "gpt-5-mini", "max_attempts": 3,
                                        "transport_attempts": 4, "concurrency": 8, "timeout_s": 50}).model
     verbalizer = resolve({"model": "gpt-5-mini", "temperature": 0.0, "max_attempts": 2}).model
     for role in (judge, verbalizer):
@@ -36,7 +37,7 @@ def test_one_model_config_reads_the_same_for_the_agent_the_judge_and_the_verbali
 
 
 def test_a_role_without_an_output_limit_gets_the_role_default():
-    inline = ModelSettings.from_config({"name": "x", "model_id": "m", "price_input_per_mtok": 2},
+    inline = model_settings({"name": "x", "model_id": "m", "price_input_per_mtok": 2},
                                        config_key="judge.model")
     assert inline.max_output_tokens is None and inline.price_per_million == {"input": 2.0}
     role = inline.for_role(temperature=0.0)
@@ -47,22 +48,22 @@ def test_a_role_without_an_output_limit_gets_the_role_default():
 @pytest.mark.parametrize("key", ["model", "judge.model", "construct.llm.model"])
 def test_errors_name_the_config_key_the_model_came_from(key, monkeypatch):
     with pytest.raises(ConfigError, match=f"^{key}: unknown model 'nope'"):
-        ModelSettings.from_config("nope", config_key=key)
+        model_settings("nope", config_key=key)
     with pytest.raises(ConfigError, match=f"^{key}.http_client must be one of aiohttp, httpx"):
-        ModelSettings.from_config({"model_id": "m", "http_client": "curl"}, config_key=key)
+        model_settings({"model_id": "m", "http_client": "curl"}, config_key=key)
     with pytest.raises(ConfigError, match=rf"^{key}.price_per_million.output must be a number"):
-        ModelSettings.from_config({"model_id": "m", "price_per_million": {"output": "cheap"}}, config_key=key)
+        model_settings({"model_id": "m", "price_per_million": {"output": "cheap"}}, config_key=key)
     with pytest.raises(ConfigError, match=rf"keys do not belong in the config \({key}.api_key\)"):
-        ModelSettings.from_config({"model_id": "m", "api_key": "sk-inline"}, config_key=key)
+        model_settings({"model_id": "m", "api_key": "sk-inline"}, config_key=key)
     monkeypatch.delenv("ECAB_TEST_LAYER_KEY", raising=False)
-    settings = ModelSettings.from_config({"name": "n", "model_id": "m", "api_key_env": "ECAB_TEST_LAYER_KEY"},
+    settings = model_settings({"name": "n", "model_id": "m", "api_key_env": "ECAB_TEST_LAYER_KEY"},
                                          config_key=key)
     with pytest.raises(ConfigError, match=f"^{key}=n needs the environment variable ECAB_TEST_LAYER_KEY"):
         resolve_api_key(settings)
 
 
 def test_settings_are_hashable_and_equal_by_value():
-    a, b = ModelSettings.from_config("kimi-k2.6"), ModelSettings.from_config("kimi-k2.6")
+    a, b = model_settings("kimi-k2.6"), model_settings("kimi-k2.6")
     assert a == b and hash(a) == hash(b) and a.extra_body == {"reasoning": {"max_tokens": 2048}}
     assert hash(a.replace(base_url="http://elsewhere/v1")) != hash(a)
 

@@ -114,16 +114,19 @@ def test_the_probe_measures_the_tool_threads_and_the_loop():
     asyncio.run(main())
 
 
-def test_settings_come_from_a_mapping_or_a_bool_and_name_a_bad_key():
-    assert AdmissionSettings.from_config(None) == AdmissionSettings()
-    assert AdmissionSettings.from_config(False).enabled is False
-    assert AdmissionSettings.from_config({"target_delay_s": 0.2}).target_delay_s == 0.2
-    with pytest.raises(ValueError, match="unknown key.*targt"):
-        AdmissionSettings.from_config({"targt": 1})
-    with pytest.raises(ValueError, match="decrease"):
-        AdmissionSettings.from_config({"decrease": 1.5})
-    with pytest.raises(ValueError, match="expected true, false or a mapping"):
-        AdmissionSettings.from_config("fast")
+def test_settings_are_the_typed_runner_admission_section_and_name_a_bad_key():
+    from ecab.config import AdmissionConfig, ConfigError, load_config, parse, section
+
+    assert AdmissionSettings is AdmissionConfig
+    assert parse(load_config([])).runner.admission == AdmissionSettings()
+    assert parse(load_config(["runner.admission.enabled=false"])).runner.admission.enabled is False
+    assert section(AdmissionSettings, {"target_delay_s": 0.2}).target_delay_s == 0.2
+    with pytest.raises(ConfigError, match="runner.admission: unknown key.*targt"):
+        section(AdmissionSettings, {"targt": 1})
+    with pytest.raises(ConfigError, match="runner.admission.decrease must be a number in \\(0, 1\\), got 1.5"):
+        AdmissionSettings(decrease=1.5)
+    with pytest.raises(ConfigError, match="runner.admission.target_delay_s must be a number > 0"):
+        parse(load_config(["runner.admission.target_delay_s=0"]))
 
 
 def test_the_probes_kept_for_the_p95_are_bounded():

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SMALL_RUN, untimed
-from ecab.config import ConfigError, load_config
+from ecab.config import ConfigError, load_config, parse
 from ecab.core.unit import make_units
 from ecab.llm.limits import LimiterSettings
 from ecab.run import main_job
@@ -79,7 +79,7 @@ def test_a_bad_processes_setting_is_one_config_error_naming_the_key(setting):
 
 def test_a_bad_admission_override_is_one_config_error_naming_the_key():
     with pytest.raises(ConfigError, match="runner.admission: unknown key.*targt"):
-        make_runner(load_config(["runner.name=local", "+runner.admission.targt=1"]))
+        make_runner(parse(load_config(["runner.name=local", "+runner.admission.targt=1"])))
 
 
 def test_merged_admission_adds_the_childrens_episodes_and_keeps_the_worst_delay():

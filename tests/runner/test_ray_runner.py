@@ -43,7 +43,7 @@ def base(tmp_path_factory, released_samples):
 def run_stages(base, run_dir, *overrides, on_done=None, pool=None):
     """The main job's stages (main_job, with a hook into the episode stage)."""
     cfg = load_config([*base, f"run.dir={run_dir}", *overrides])
-    validate(cfg)
+    cfg = validate(cfg)
     catalog = open_catalog(cfg)
     tasks = load_tasks(cfg, catalog)
     folder = prepare_folder(cfg, tasks, catalog)

@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
-from ecab.core.rubric_checks import ReviewMatcher, feature_bullet_stating, rubric_verdict
+from ecab.core.rubric_checks import ReviewMatcher, feature_bullet_stating
+from ecab.core.rubric_types import rubric_verdict, type_of
 from ecab.core.text import compact, normalize
 from ecab.fields import ALIASES_BY_CANONICAL, canonical_field
 from ecab.schema import Product, Review, Rubric, Task
@@ -102,9 +103,11 @@ def text_segments(product: Product) -> Iterable[str]:
 
 def nominal_violation(rubric: Rubric, product: Product, task: Task) -> str | None:
     """Why a listing that fails `rubric` by the judge would still read as compliant, or None when the
-    violation is real: a twin key holding a value that satisfies the rubric, or (attribute_match) text that
-    states the required value."""
-    if rubric.type not in ("attribute_match", "negative_attribute") or not rubric.field.startswith("details."):
+    violation is real: a twin key holding a value that satisfies the rubric, or (a rubric failed by another
+    value: attribute_match) text that states the required value. Only rubrics failed through a detail value
+    (violation "value" or "excluded") are concerned."""
+    violation = type_of(rubric).violation
+    if violation not in ("value", "excluded") or not rubric.field.startswith("details."):
         return None
     name = canonical_field(_bare(rubric.field))
     for key in twin_keys(product.details, rubric.field):
@@ -112,7 +115,7 @@ def nominal_violation(rubric: Rubric, product: Product, task: Task) -> str | Non
                         details={name: product.details[key]})
         if satisfies(rubric, probe, task):
             return f"detail {key!r} = {product.details[key]!r} still satisfies {rubric.id}"
-    if rubric.type == "attribute_match":
+    if violation == "value":
         expected = str(rubric.expected_value)
         for text in text_segments(product):
             if states_value(rubric.field, expected, text):

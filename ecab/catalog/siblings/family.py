@@ -16,6 +16,7 @@ from typing import Callable, Iterable
 from ecab.catalog.siblings.checks import key_form, satisfies, twin_keys
 from ecab.catalog.siblings.listing_text import detail_key, phrase_pattern
 from ecab.catalog.siblings.pools import ValuePools, canonical, kin_token, split_options
+from ecab.core.rubric_types import reads_reviews
 from ecab.core.text import normalize
 from ecab.fields import MULTI_OPTION_FIELDS
 from ecab.schema import Product, Task
@@ -92,19 +93,19 @@ def family_of(task: Task, pools: ValuePools, rng: random.Random, protected: set[
                and r.info_source == "query"]
     rng.shuffle(rubrics)
     for r in rubrics:
-        key = detail_key(p.details, r.field)
-        if len(fam.drift) >= DRIFTED_FACTS or key is None or key_form(key) in forms or \
-                not isinstance(p.details[key], str):
+        drift_key = detail_key(p.details, r.field)
+        if len(fam.drift) >= DRIFTED_FACTS or drift_key is None or key_form(drift_key) in forms or \
+                not isinstance(p.details[drift_key], str):
             continue
-        current = {normalize(o) for o in split_options(p.details[key])}
-        for v in pools.values(p.main_category, key, rng, kin=kin_token(task))[:20]:
+        current = {normalize(o) for o in split_options(p.details[drift_key])}
+        for v in pools.values(p.main_category, drift_key, rng, kin=kin_token(task))[:20]:
             if normalize(v) in current or any(normalize(v) in c or c in normalize(v) for c in current):
                 continue
             trial = copy.deepcopy(p)
-            trial.details[key] = f"{p.details[key]}, {v}"
-            if all(satisfies(x, trial, task) for x in task.rubrics if x.type != "review_opinion"):
-                fam.drift[key] = trial.details[key]
-                forms.add(key_form(key))
+            trial.details[drift_key] = f"{p.details[drift_key]}, {v}"
+            if all(satisfies(x, trial, task) for x in task.rubrics if not reads_reviews(x)):
+                fam.drift[drift_key] = trial.details[drift_key]
+                forms.add(key_form(drift_key))
                 break
     return fam
 

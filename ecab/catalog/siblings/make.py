@@ -17,6 +17,7 @@ from ecab.catalog.siblings.numbers import choose_numbers
 from ecab.catalog.siblings.pools import ValuePools
 from ecab.catalog.siblings.violate import Choice, apply, choices, violate_rubric
 from ecab.core.rubric_checks import ReviewMatcher
+from ecab.core.rubric_types import reads_reviews, type_of
 from ecab.schema import Product, Review, Rubric, Task
 
 
@@ -93,7 +94,11 @@ class _Context:
 
 
 def _mechanical(task: Task) -> list[Rubric]:
-    return [r for r in task.rubrics if r.type != "review_opinion"]
+    return [r for r in task.rubrics if not reads_reviews(r)]
+
+
+def _opinions(task: Task) -> list[Rubric]:
+    return [r for r in task.rubrics if reads_reviews(r)]
 
 
 def plan_violations(task: Task, hidden: Sequence[Rubric], pools: ValuePools, rng: random.Random, fam: Family
@@ -107,20 +112,21 @@ def plan_violations(task: Task, hidden: Sequence[Rubric], pools: ValuePools, rng
     impossible = []
     all_wrong = copy.deepcopy(target)
     for r in hidden:
-        if r.type in ("numeric_range", "budget_match"):
+        violation = type_of(r).violation
+        if violation == "number":
             trial = copy.deepcopy(target)
             if any(choose_numbers(trial, task, {r.id}, rng, fam) for _ in range(3)):
                 plan[r.id] = Choice(r.id)
             else:
                 impossible.append(f"{task.id} {r.id} ({r.type} {r.field}): no number fails it alone (no cube bit)")
             continue
-        if r.type == "review_opinion":
+        if violation == "review":
             plan[r.id] = Choice(r.id)
             continue
         alone = [x for x in mechanical if x.id != r.id]
         together = [x for x in alone if x.id not in plan]
         candidates = list(choices(target, r, task, pools, rng))
-        if r.type == "attribute_match":
+        if violation == "value":
             # A coin decides whether the wrong value is shorter or longer than the right one (the side first,
             # plausibility order kept): otherwise the text of a vertex grows with its wrong bits wherever the
             # listing states the value, and "the shortest text" leans to the all-right vertex.
@@ -152,7 +158,7 @@ def make_listing(task: Task, slot: Slot, query_id: str | None, fam: Family, plan
     wrong = set(slot.wrong) | ({query_id} if query_id else set())
     mechanical = _mechanical(task)
     keep = [r for r in mechanical if r.id not in wrong]
-    opinions = [r for r in task.rubrics if r.type == "review_opinion"]
+    opinions = _opinions(task)
     sharing = [t for t in ctx.sharing.get(target.product_id, []) if t.id != task.id] if slot.is_target else []
     for attempt in range(attempts):
         rng = random.Random(f"siblings|{SIBLINGS_VERSION}|{ctx.seed}|{task.id}|{slot.name}|{query_id}|{attempt}")
@@ -184,7 +190,7 @@ def make_listing(task: Task, slot: Slot, query_id: str | None, fam: Family, plan
         if (opinions and not all(satisfies(r, product, task, reviews, ctx.review_checker) == (r.id not in wrong)
                                  for r in opinions)) or \
                 (sharing and not all(satisfies(r, product, t, reviews, ctx.review_checker)
-                                     for t in sharing for r in t.rubrics if r.type == "review_opinion")) or \
+                                     for t in sharing for r in _opinions(t))) or \
                 _spoils(product, reviews, task, ctx):
             if not slot.is_target:
                 ctx.taken.discard(product.product_id)
@@ -200,8 +206,7 @@ def _spoils(product: Product, reviews: list[Review], task: Task, ctx: _Context) 
         if other.id == task.id or other.target_product.product_id == product.product_id:
             continue
         if all(satisfies(r, product, other) for r in _mechanical(other)) and \
-                all(satisfies(r, product, other, reviews, ctx.review_checker) for r in other.rubrics
-                    if r.type == "review_opinion"):
+                all(satisfies(r, product, other, reviews, ctx.review_checker) for r in _opinions(other)):
             return True
     return False
 
@@ -295,8 +300,7 @@ def drop_non_unique(tasks: Sequence[Task], siblings: list[Sibling], review_check
                 continue
             if not all(satisfies(r, p, task) for r in _mechanical(task)):
                 continue
-            if all(satisfies(r, p, task, sibling.reviews, review_checker) for r in task.rubrics
-                   if r.type == "review_opinion"):
+            if all(satisfies(r, p, task, sibling.reviews, review_checker) for r in _opinions(task)):
                 spoils = True
                 break
         if not spoils:

@@ -13,6 +13,7 @@ from typing import Any, Sequence
 
 from ecab.catalog.siblings.checks import satisfies
 from ecab.catalog.siblings.family import COUNT_SPREAD, PRICE_SPREAD, RATING_SPREAD, Family, stars_of_logit
+from ecab.core.rubric_types import type_of
 from ecab.schema import Product, Rubric, Task
 
 
@@ -27,9 +28,11 @@ def price_tag(value: float, rng: random.Random, cents: Sequence[int] = ()) -> fl
 
 
 def _touches(rubric: Rubric, name: str) -> bool:
-    if rubric.type == "numeric_range":
+    """Does the rubric constrain the number `name`: a range its own field, a budget the price?"""
+    kind = type_of(rubric).value_kind
+    if kind == "range":
         return rubric.field == name
-    return rubric.type == "budget_match" and name == "price"
+    return kind == "amount" and name == "price"
 
 
 def _thresholds(rubrics: Sequence[Rubric]) -> list[float]:

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from ecab.core.rubric_types import type_of
 from ecab.core.text import keyword_tokens
 from ecab.fields import canonical_field
 from ecab.schema import Product, Task
@@ -60,7 +61,7 @@ class ValuePools:
             stores.add(product.store or product.brand)
         for task in tasks:
             for r in task.rubrics:
-                if r.type in ("attribute_match", "negative_attribute") and r.field.startswith("details."):
+                if type_of(r).violation in ("value", "excluded") and r.field.startswith("details."):
                     values = r.expected_value if isinstance(r.expected_value, list) else [r.expected_value]
                     pools.asked.setdefault(canonical(r.field), []).extend(
                         v for v in values if isinstance(v, str) and v.strip())

@@ -20,6 +20,7 @@ from ecab.catalog.siblings.checks import nominal_violation, satisfies, twin_keys
 from ecab.catalog.siblings.listing_text import replace_option, replace_phrase, rewrite_stated, swap_words
 from ecab.catalog.siblings.pools import ValuePools, canonical, kin_token
 from ecab.core.rubric_checks import EntityMatcher, entity_phrases
+from ecab.core.rubric_types import names_where, type_of
 from ecab.core.text import keyword_tokens, normalize
 from ecab.schema import Product, Rubric, Task
 
@@ -44,7 +45,8 @@ LINE_SWAPS: dict[str, tuple[str, ...]] = {
 }
 GENERIC_LINES = ("Organizer", "Cleaning Kit", "Replacement Parts", "Storage Case")
 ATTRIBUTE_CANDIDATES = 40
-NUMERIC_TYPES = ("numeric_range", "budget_match", "review_opinion")   # chosen later: numbers, reviews
+LATER = ("number", "review")     # violations chosen per listing later: numbers (numbers.py), reviews (make.py)
+NUMERIC_TYPES = names_where(lambda t: t.violation in LATER)   # ("numeric_range", "budget_match", "review_opinion")
 
 
 @dataclass(frozen=True)
@@ -58,23 +60,25 @@ class Choice:
 
 def choices(product: Product, rubric: Rubric, task: Task, pools: ValuePools, rng: random.Random
             ) -> Iterator[Choice]:
-    """Candidate ways to fail `rubric`, most plausible first (not yet checked: `apply` decides)."""
-    if rubric.type in NUMERIC_TYPES:
+    """Candidate ways to fail `rubric`, most plausible first (not yet checked: `apply` decides), by its type's
+    `violation`."""
+    violation = type_of(rubric).violation
+    if violation in LATER:
         yield Choice(rubric.id)
-    elif rubric.type == "attribute_match":
+    elif violation == "value":
         latin = str(rubric.expected_value).isascii()
         values = [v for v in pools.values(product.main_category, rubric.field, rng, kin=kin_token(task))
                   if v.isascii() or not latin]     # "防水" for "Waterproof": a translation, not another value
         for value in values[:ATTRIBUTE_CANDIDATES]:
             yield Choice(rubric.id, value)
-    elif rubric.type == "negative_attribute":
+    elif violation == "excluded":
         excluded = [v for v in rubric.expected_value if isinstance(v, str) and v.strip()]
         rng.shuffle(excluded)
         for value in excluded:
             yield Choice(rubric.id, value if not value.islower() else value.title())
-    elif rubric.type == "entity_match":
+    elif violation == "line":
         yield from _entity_choices(product, rubric, pools, rng)
-    elif rubric.type == "store_match":
+    elif violation == "store":
         stores = [s for s in pools.stores if normalize(s) != normalize(rubric.expected_value)]
         rng.shuffle(stores)
         for store in stores[:10]:
@@ -84,16 +88,17 @@ def choices(product: Product, rubric: Rubric, task: Task, pools: ValuePools, rng
 def apply(product: Product, rubric: Rubric, choice: Choice, task: Task, keep: Sequence[Rubric]) -> bool:
     """Make `product` fail `rubric` by `choice` (in place) when the violation is real and every rubric in
     `keep` (mechanical) still holds; False (product untouched) otherwise. Numbers and reviews: True (later)."""
-    if rubric.type in NUMERIC_TYPES:
+    violation = type_of(rubric).violation
+    if violation in LATER:
         return True
     trial = copy.deepcopy(product)
-    if rubric.type == "attribute_match":
+    if violation == "value":
         ok = _apply_attribute(trial, rubric, str(choice.value))
-    elif rubric.type == "negative_attribute":
+    elif violation == "excluded":
         ok = _apply_negative(trial, rubric, str(choice.value))
-    elif rubric.type == "entity_match":
+    elif violation == "line":
         ok = _apply_entity(trial, rubric, *choice.value)
-    elif rubric.type == "store_match":
+    elif violation == "store":
         trial.store = choice.value
         ok = True
     else:

@@ -37,15 +37,16 @@ from ecab.construct.draft import Draft
 from ecab.construct.verbalize.clarification import build_clarification
 from ecab.construct.verbalize.persona import build_persona
 from ecab.construct.verbalize.query import build_query
+from ecab.core.rubric_types import QUERY_RUBRIC_KEYS as _QUERY_KEYS, type_of
 from ecab.schema import Rubric
 
 # ---------------------------------------------------------------------------------------------------------
 # Rubric record shapes (the released file's key orders, docs/original-harness.md §5.6 "Final rubric shapes")
 # ---------------------------------------------------------------------------------------------------------
 
-QUERY_RUBRIC_KEYS = ["id", "type", "field", "expected_value", "description", "query_surface", "info_source"]
-ENTITY_RUBRIC_KEYS = ["id", "type", "field", "expected_value", "description", "query_surface", "canonical_entity",
-                      "title_span", "info_source"]
+# A query rubric's keys; a type with extra keys (entity_match) has them before info_source (RubricType.query_keys).
+QUERY_RUBRIC_KEYS = list(_QUERY_KEYS)
+ENTITY_RUBRIC_KEYS = type_of("entity_match").query_keys()
 HIDDEN_RUBRIC_KEYS = ["id", "description", "type", "field", "expected_value", "info_source", "implicit_eligible",
                       "must_hide_value", "query_hint"]
 # Scaffold keys the original's compiler drops from query rubrics once they are verbalized.
@@ -61,10 +62,7 @@ def _finish_query_rubric(rubric: Rubric, surface: str) -> None:
     for key in SCAFFOLD_KEYS:
         rubric.extras.pop(key, None)
     rubric.extras["query_surface"] = surface
-    if rubric.type == "entity_match":
-        rubric.key_order = list(ENTITY_RUBRIC_KEYS)
-    else:
-        rubric.key_order = list(QUERY_RUBRIC_KEYS)
+    rubric.key_order = type_of(rubric).query_keys()
 
 
 def _finish_hidden_rubric(rubric: Rubric) -> None:

@@ -9,6 +9,7 @@ from ecab.construct.verbalize.phrases import dimension, explicit_mod, negative_m
 from ecab.construct.verbalize.tables import (ATTRIBUTE_RESPONSES, GENERIC_EXTRA_KEYWORDS, MOD_RESPONSES,
                                              NUMERIC_RESPONSES, SLOT_KEYWORDS)
 from ecab.construct.verbalize.text import bare_field, join_words
+from ecab.core.rubric_types import type_of
 from ecab.schema import ClarificationScript, ClarificationSlot, Rubric
 
 DEFAULT_RESPONSE = ("Hmm, I'm not sure about that. Could you ask me about something more specific? "
@@ -31,7 +32,7 @@ def keyword_is_safe(keyword: str) -> bool:
 
 
 def _value_keywords(rubric: Rubric) -> list[str]:
-    if rubric.type == "numeric_range":
+    if type_of(rubric).value_kind == "range":
         return []
     values = rubric.expected_value if isinstance(rubric.expected_value, list) else [rubric.expected_value]
     out = []
@@ -63,10 +64,11 @@ def slot_keywords(rubric: Rubric) -> list[str]:
 def slot_response(rubric: Rubric, rng: random.Random) -> str:
     """1-2 natural sentences containing the exact value (numeric: the explicit threshold phrase)."""
     dim = dimension(rubric.field)
-    if rubric.type == "numeric_range":
+    kind = type_of(rubric).value_kind
+    if kind == "range":
         templates = NUMERIC_RESPONSES.get(rubric.field, ["It should be a product {m}."])
         return rng.choice(templates).format(m=numeric_mod(rubric.field, rubric.expected_value))
-    if rubric.type == "negative_attribute":
+    if kind == "excluded":
         neg = join_words([str(v) for v in rubric.expected_value], "or")
         return rng.choice([f"I don't want anything {negative_mod(rubric.field, list(rubric.expected_value), keep_case=True)}.",
                            f"For the {dim}, please avoid {neg}."])
@@ -80,12 +82,15 @@ def slot_response(rubric: Rubric, rng: random.Random) -> str:
 
 
 def hidden_info(rubric: Rubric) -> str:
-    dim = dimension(rubric.field)
-    if rubric.type == "numeric_range":
-        return f"The shopper wants a product {numeric_mod(rubric.field, rubric.expected_value)}."
-    if rubric.type == "negative_attribute":
-        return f"The shopper wants to avoid these {dim} values: {join_words([str(v) for v in rubric.expected_value])}."
-    return f"The shopper requires the {dim} to be {rubric.expected_value}."
+    """The slot's hidden info: its rubric type's template ({dim}, {v}; {mod} the threshold phrase of a range,
+    {values} the excluded values)."""
+    record = type_of(rubric)
+    fill = {"dim": dimension(rubric.field), "v": rubric.expected_value}
+    if record.value_kind == "range":
+        fill["mod"] = numeric_mod(rubric.field, rubric.expected_value)
+    elif record.value_kind == "excluded":
+        fill["values"] = join_words([str(v) for v in rubric.expected_value])
+    return record.hidden_info.format(**fill)
 
 
 def build_clarification(draft: Draft, rng: random.Random) -> ClarificationScript:

@@ -7,6 +7,7 @@ from typing import Any, Iterable
 
 from ecab.construct.draft import Draft
 from ecab.construct.verbalize.tables import NOISE_POOLS
+from ecab.core.rubric_types import type_of
 from ecab.fields import SAFE_NOISE_FIELDS, persona_key
 from ecab.schema import Persona, Rubric
 
@@ -26,15 +27,17 @@ AVOID_KEY = "avoid_preferences"
 
 
 def product_requirements(rubrics: Iterable[Rubric]) -> dict[str, Any]:
-    """The persona mapping of docs/original-harness.md §5.8; negatives go to `avoid_preferences` WITH their
-    excluded values (the original extended the list by `[]`)."""
+    """The persona mapping of docs/original-harness.md §5.8, by the rubric type's value_kind: excluded values
+    (negatives) go to `avoid_preferences` WITH their values (the original extended the list by `[]`), a bare
+    number threshold is a maximum for price, the value itself otherwise."""
     reqs: dict[str, Any] = {}
     for r in rubrics:
         if r.info_source != "persona":
             continue
-        if r.type == "negative_attribute":
+        kind = type_of(r).value_kind
+        if kind == "excluded":
             reqs.setdefault(AVOID_KEY, []).extend(str(v) for v in r.expected_value)
-        elif r.type == "numeric_range" and not isinstance(r.expected_value, (dict, list)):
+        elif kind == "range" and not isinstance(r.expected_value, (dict, list)):
             reqs[persona_key(r.field)] = {"max": r.expected_value} if r.field == "price" else r.expected_value
         else:
             reqs[persona_key(r.field)] = r.expected_value
@@ -42,7 +45,7 @@ def product_requirements(rubrics: Iterable[Rubric]) -> dict[str, Any]:
 
 
 def expected_requirement_keys(rubrics: Iterable[Rubric]) -> set[str]:
-    return {AVOID_KEY if r.type == "negative_attribute" else persona_key(r.field)
+    return {AVOID_KEY if type_of(r).value_kind == "excluded" else persona_key(r.field)
             for r in rubrics if r.info_source == "persona"}
 
 

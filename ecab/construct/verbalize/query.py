@@ -1,5 +1,6 @@
 """The query verbalizer: each query rubric as one surface phrase placed verbatim in the user query, and the
-query around them (an opening in the intent's style, frames, negatives, review evidence, the budget)."""
+query around them (an opening in the intent's style, frames, negatives, review evidence, the budget). Which
+phrase states a rubric is its type's `query_phrase` (ecab/core/rubric_types.py)."""
 from __future__ import annotations
 
 import random
@@ -12,6 +13,7 @@ from ecab.construct.verbalize.phrases import (budget_surface, explicit_mod, impl
 from ecab.construct.verbalize.tables import (BUDGET_FRAMES, CONTEXTS, DEFAULT_SCENARIOS, MOD_FRAMES, NEGATIVE_FRAMES,
                                              PROBLEMS, REVIEW_FRAMES, SCENARIOS)
 from ecab.construct.verbalize.text import bare_field, capitalize, join_words, mentions, with_article
+from ecab.core.rubric_types import stated_values, type_of
 from ecab.core.text import normalize
 from ecab.schema import Rubric
 
@@ -99,15 +101,13 @@ def _chunks(items: list[str], rng: random.Random, max_size: int = 3) -> list[lis
 
 
 def forbidden_values(draft: Draft) -> list[str]:
-    """Values the query must not mention: hidden (persona / clarification) and implicit values."""
+    """Values the query must not mention: hidden (persona / clarification) and implicit values (an implicit
+    rubric's value, never the values a query negative excludes: the query names them)."""
     out: list[str] = []
     implicit = set(draft.implicit_rubric_ids)
     for r in draft.rubrics:
-        if r.info_source != "query" or r.id in implicit:
-            if r.type in ("attribute_match", "entity_match") and isinstance(r.expected_value, str):
-                out.append(r.expected_value)
-            elif r.type == "negative_attribute" and r.info_source != "query":
-                out.extend(str(v) for v in r.expected_value)
+        if r.info_source != "query" or (r.id in implicit and type_of(r).value_kind != "excluded"):
+            out.extend(stated_values(r))
     return [v for v in out if len(normalize(v)) > 2]
 
 
@@ -116,7 +116,7 @@ def build_query(draft: Draft, rng: random.Random) -> dict[str, str]:
     intent = get_intent(draft.intent)
     implicit = set(draft.implicit_rubric_ids)
     query_rubrics = [r for r in draft.rubrics if r.info_source == "query"]
-    entity_rubric = next((r for r in query_rubrics if r.type == "entity_match"), None)
+    entity_rubric = next((r for r in query_rubrics if type_of(r).query_phrase == "entity"), None)
     entity = draft.entity.query_surface if draft.entity else (entity_rubric.expected_value if entity_rubric else "item")
 
     surfaces: dict[str, str] = {}
@@ -127,27 +127,28 @@ def build_query(draft: Draft, rng: random.Random) -> dict[str, str]:
     used_clue: dict[str, bool] = {}
     forbidden = forbidden_values(draft)
     for r in query_rubrics:
-        if r.type == "attribute_match":
+        phrase = type_of(r).query_phrase
+        if phrase == "attribute":
             s, used_clue[r.id] = attribute_surface(r, r.id in implicit, rng, avoid=tuple(forbidden),
                                                    product_context=f"{entity} {draft.product.title}")
             mods.append(s)
-        elif r.type == "numeric_range":
+        elif phrase == "numeric":
             s = numeric_mod(r.field, r.expected_value)
             mods.append(s)
-        elif r.type == "negative_attribute":
+        elif phrase == "negative":
             sentence, surface = rng.choice(NEGATIVE_FRAMES)
             neg = negative_mod(r.field, list(r.expected_value))
             s = surface.format(neg=neg)
             negatives.append((sentence.format(neg=neg), s))
-        elif r.type == "review_opinion":
+        elif phrase == "opinion":
             s = review_surface(r)
             opinions.append(s)
-        elif r.type == "budget_match":
+        elif phrase == "budget":
             s = budget_surface(draft.voucher, r.expected_value, rng)
             budget_sentence = rng.choice(BUDGET_FRAMES).format(b=s)
-        elif r.type == "entity_match":
+        elif phrase == "entity":
             s = str(r.expected_value)
-        else:  # store_match and anything foreign: state it plainly
+        else:  # "plain" (store_match): state it plainly
             s = f"sold by {r.expected_value}"
             mods.append(s)
         surfaces[r.id] = s
