@@ -134,3 +134,23 @@ def test_the_public_api_is_lazy_and_complete():
     for name in ("evaluate", "Agent", "AgentTurn", "Judge", "Verdict", "Task", "Product", "register_agent",
                  "register_judge", "register_catalog_source", "register_tool"):
         assert name in ecab.__all__
+
+
+def test_a_users_agent_with_an_endpoint_gets_the_runs_shared_chat_client(registered, small_run_cache, tmp_path):
+    """Not only kind=openai: any agent whose model section names an endpoint (model_id) is handed the chat
+    client the runner built, with the endpoint's limiter and retries, shared by every episode."""
+    from conftest import SMALL_RUN
+
+    clients = []
+
+    @ecab.register_agent("test-wrapped-openai")
+    def wrapped(context):
+        clients.append(context.chat)
+        return AGENTS.get("openai")(context)        # a user's agent built around ecab's own openai agent
+    registered.append((AGENTS, "test-wrapped-openai"))
+
+    result = ecab.evaluate([*SMALL_RUN, "benchmark.limit=3", f"cache_dir={small_run_cache}", f"run.dir={tmp_path}",
+                            "model=sim", "model.kind=test-wrapped-openai", "model.sim.rate_429=0",
+                            "model.sim.rate_5xx=0"], report=False)
+    assert len(clients) == 3 and clients[0] is not None and all(c is clients[0] for c in clients)
+    assert result.summary["total_samples"] == 3 and result.summary["tokens_and_cost"]["total"]["input_tokens"] > 0
