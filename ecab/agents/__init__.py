@@ -14,11 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ecab.config import ConfigError
-from ecab.core.plugins import Registry, import_target
+from ecab.core.plugins import Registry
 from ecab.env.agent_protocol import Agent
 from ecab.schema import Task
 
-PYTHON_KIND = "python"      # model.kind=python: model.target names the factory by import path
 LLM_KINDS = ("openai",)     # kinds that always call an endpoint (model_id, base_url, key, limiter)
 
 
@@ -120,21 +119,12 @@ def llm_settings(model_cfg: Any):
 
 def agent_factory(model_cfg: Any) -> AgentFactory:
     """The factory a model config names: `kind: python` imports `target`, any other kind is looked up."""
-    kind = _kind(model_cfg)
-    if kind == PYTHON_KIND:
-        target = _get(model_cfg, "target")
-        if not target:
-            raise ConfigError("model.kind=python needs model.target: the import path of your agent factory "
-                              "(package.module:function)")
-        return import_target(target, key="model.target")
-    return AGENTS.get(kind)
+    return AGENTS.resolve(_kind(model_cfg), _get(model_cfg, "target"))
 
 
 def check_agent_config(model_cfg: Any) -> None:
     """Before any work: the model's kind is known and a python target imports (one line naming the key)."""
-    factory = agent_factory(model_cfg)
-    if not callable(factory):
-        raise ConfigError(f"model.target {_get(model_cfg, 'target')!r} is not callable")
+    agent_factory(model_cfg)
 
 
 def make_agent(model_cfg: Any, task: Task, seed: int, budget: int = 100, *, chat=None) -> Agent:

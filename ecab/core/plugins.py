@@ -19,6 +19,7 @@ from ecab.config import ConfigError
 T = TypeVar("T")
 
 ENTRY_POINT_GROUP = "ecab.plugins"
+PYTHON_KIND = "python"      # a section's kind (model.kind, judge.kind) that names user code by `target` import path
 
 
 class PluginError(ConfigError):
@@ -58,6 +59,20 @@ class Registry(Generic[T]):
         except KeyError:
             raise PluginError(f"unknown {self.config_key} {name!r}; choose one of: {', '.join(self.names())} "
                               f"(or name your own with {self.config_key}=python and a target: module:function)") from None
+
+    def resolve(self, kind: str, target: Any) -> Any:
+        """What a config section names: its registered `kind`, or for kind `python` the callable its `target`
+        import path names (a missing or uncallable target is one line naming the key)."""
+        if kind != PYTHON_KIND:
+            return self.get(kind)
+        section = self.config_key.split(".")[0]
+        if not target:
+            raise PluginError(f"{self.config_key}=python needs {section}.target: the import path of your "
+                              f"{self.what} factory (package.module:function)")
+        found = import_target(target, key=f"{section}.target")
+        if not callable(found):
+            raise PluginError(f"{section}.target {target!r} is not callable")
+        return found
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries

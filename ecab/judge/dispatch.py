@@ -16,14 +16,13 @@ from typing import Any, Callable, Iterable, Iterator
 
 from ecab.catalog.review_match import ReviewChecker
 from ecab.config import ConfigError
-from ecab.core.plugins import Registry, import_target
+from ecab.core.plugins import Registry
 from ecab.judge.episode import make_judgement
 from ecab.judge.protocol import Judge, judge_episodes
 from ecab.judge.rules import RULES, RulesJudge
 from ecab.schema import Judgement, Task, Trajectory
 
 LLM = "llm"
-PYTHON_KIND = "python"      # judge.kind=python: judge.target names the user's judge factory by import path
 
 
 @dataclass
@@ -60,21 +59,12 @@ def _kind(judge_cfg: Any) -> str:
 
 
 def judge_factory(judge_cfg: Any) -> JudgeFactory:
-    kind = _kind(judge_cfg)
-    if kind == PYTHON_KIND:
-        target = _section(judge_cfg, "target")
-        if not target:
-            raise ConfigError("judge.kind=python needs judge.target: the import path of your judge factory "
-                              "(package.module:function)")
-        return import_target(target, key="judge.target")
-    return JUDGES.get(kind)
+    return JUDGES.resolve(_kind(judge_cfg), _section(judge_cfg, "target"))
 
 
 def check_judge_config(judge_cfg: Any) -> None:
     """Fail before any work starts: unknown judge, bad judge keys, or a missing API key for the judge."""
-    factory = judge_factory(judge_cfg)
-    if not callable(factory):
-        raise ConfigError(f"judge.target {_section(judge_cfg, 'target')!r} is not callable")
+    judge_factory(judge_cfg)
     if _kind(judge_cfg) != LLM:
         return
     from ecab.judge.llm import judge_settings
