@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from ecab.config import ConfigError
 from ecab.core.plugins import Registry
-from ecab.env.agent_protocol import Agent
+from ecab.env.agent_protocol import Agent, AgentError, EndpointRefused, InfraError
 from ecab.schema import Task
 
 LLM_KINDS = ("openai",)     # kinds that always call an endpoint (model_id, base_url, key, limiter)
@@ -88,6 +88,7 @@ for _name, _factory in (("oracle", _oracle), ("heuristic", _heuristic), ("random
     AGENTS.register(_name, _factory)
 
 OFFLINE_KINDS = ("oracle", "heuristic", "random", "query-only")
+BUILTIN_KINDS = frozenset(OFFLINE_KINDS + LLM_KINDS)   # ecab's own: an exception out of them is ecab's bug
 
 
 def _get(section: Any, key: str, default: Any = None) -> Any:
@@ -129,10 +130,47 @@ def check_agent_config(model_cfg: Any) -> None:
 
 def make_agent(model_cfg: Any, task: Task, seed: int, budget: int = 100, *, chat=None) -> Agent:
     """A fresh agent for one episode. LLM agents share `chat`, the chat client the runner built with the
-    endpoint's limiter; without one an openai agent makes its own, without a limiter."""
+    endpoint's limiter; without one an openai agent makes its own, without a limiter.
+
+    A user's agent (any kind but ecab's own) is guarded: a factory that raises, or returns no agent, would fail
+    every episode the same way, so it stops the run in one line naming the factory (EndpointRefused: finished
+    episodes are kept); an exception out of its `act` is that episode's agent_error, with where it was raised."""
     options = _get(model_cfg, "options") or {}
     context = AgentContext(task=task, seed=seed, budget=budget, options=dict(options), model=model_cfg, chat=chat)
-    return as_agent(agent_factory(model_cfg), context)
+    factory = agent_factory(model_cfg)
+    if _kind(model_cfg) in BUILTIN_KINDS:
+        return as_agent(factory, context)
+    from ecab.agents.bridge import describe_exception
+    where = _get(model_cfg, "target") or f"model.kind={_kind(model_cfg)}"
+    try:
+        agent = as_agent(factory, context)
+    except Exception as exc:  # noqa: BLE001 - a user's factory failing is named, not a traceback
+        detail = str(exc) if isinstance(exc, ConfigError) else f"raised {describe_exception(exc)}"
+        raise EndpointRefused(f"the agent factory {where}: {detail}") from None
+    return agent if hasattr(agent, "session") else GuardedAgent(agent)
+
+
+class GuardedAgent:
+    """A user's turn-by-turn agent: what its `act` raises (other than the episode errors) ends that episode in
+    agent_error with the exception and where it was raised, as the bridge does for a loop-owning agent."""
+
+    def __init__(self, agent: Any):
+        self.agent = agent
+        self.name = getattr(agent, "name", None) or "agent"
+
+    async def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]):
+        from ecab.agents.bridge import describe_exception
+        try:
+            return await self.agent.act(messages, tools)
+        except (AgentError, InfraError, EndpointRefused):
+            raise
+        except Exception as exc:  # noqa: BLE001 - the user's agent failing is the episode's agent_error
+            raise AgentError(f"the agent raised {describe_exception(exc)}") from None
+
+    async def aclose(self) -> None:
+        close = getattr(self.agent, "aclose", None)
+        if close is not None:
+            await close()
 
 
 def as_agent(factory: AgentFactory, context: AgentContext) -> Agent:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import traceback
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
@@ -22,6 +23,13 @@ from ecab.env.agent_protocol import AgentError, AgentTurn, InfraError, system_pr
 
 LoopRun = Callable[["ToolSession"], Awaitable[Any]]
 LOOP_ENDED = "The agent's loop ended without recommending a product."
+
+
+def describe_exception(exc: BaseException) -> str:
+    """`KeyError: 'x' (my_agent.py:12 in act)`: what a user's code raised and where, on one line."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" ({frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name})" if frames else ""
+    return f"{type(exc).__name__}: {exc}{where}"
 
 
 @dataclass
@@ -149,7 +157,7 @@ class BridgeAgent:
         if ended.error is not None:
             if isinstance(ended.error, (AgentError, InfraError)):
                 raise ended.error
-            raise AgentError(f"the agent's loop raised {type(ended.error).__name__}: {ended.error}")
+            raise AgentError(f"the agent's loop raised {describe_exception(ended.error)}")
         text = ended.value if isinstance(ended.value, str) and ended.value else LOOP_ENDED
         return AgentTurn(message={"role": "assistant", "content": text})
 

@@ -45,8 +45,9 @@ class InfraError(RuntimeError):
 
 
 class EndpointRefused(RuntimeError):
-    """The endpoint refuses this client outright (401/403: the key; 404: the model or the URL), so every
-    episode would fail the same way: not an episode's outcome (nothing is recorded), it stops the run."""
+    """Every episode would fail the same way: the endpoint refuses this client outright (401/403: the key; 404:
+    the model or the URL), or a user's agent factory fails (agents/__init__.py::make_agent). Not an episode's
+    outcome (nothing is recorded): it stops the run, and the finished episodes are kept."""
 
 
 @dataclass

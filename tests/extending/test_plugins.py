@@ -41,7 +41,7 @@ def test_a_registered_agent_is_built_by_its_kind_with_its_options(registered):
     registered.append((AGENTS, "test-echo"))
 
     agent = make_agent({"kind": "test-echo", "options": {"depth": 3}}, TASK, seed=1, budget=7)
-    assert agent.options == {"depth": 3}
+    assert agent.agent.options == {"depth": 3}          # the user's agent, guarded (make_agent)
     turn = asyncio.run(agent.act([], []))
     assert turn.message["content"] == "a cable"
     with pytest.raises(ConfigError, match="already registered"):
@@ -154,3 +154,31 @@ def test_a_users_agent_with_an_endpoint_gets_the_runs_shared_chat_client(registe
                             "model.sim.rate_5xx=0"], report=False)
     assert len(clients) == 3 and clients[0] is not None and all(c is clients[0] for c in clients)
     assert result.summary["total_samples"] == 3 and result.summary["tokens_and_cost"]["total"]["input_tokens"] > 0
+
+
+def test_a_users_broken_factory_stops_the_run_and_a_broken_act_is_the_episodes_agent_error(registered):
+    from ecab.env.agent_protocol import AgentError, EndpointRefused
+
+    def broken(context):
+        raise ValueError("no model loaded")
+
+    class Flaky:
+        name = "flaky"
+
+        async def act(self, messages, tools):
+            return {}["missing"]
+
+    for name, factory in (("test-broken", broken), ("test-nothing", lambda c: 42), ("test-flaky", lambda c: Flaky())):
+        ecab.register_agent(name, factory)
+        registered.append((AGENTS, name))
+    with pytest.raises(EndpointRefused, match=r"the agent factory model.kind=test-broken: raised ValueError: "
+                                              r"no model loaded \(.*test_plugins.py:\d+ in broken\)"):
+        make_agent({"kind": "test-broken"}, TASK, seed=0)
+    with pytest.raises(EndpointRefused, match="returned int: expected an Agent"):
+        make_agent({"kind": "test-nothing"}, TASK, seed=0)
+    agent = make_agent({"kind": "test-flaky"}, TASK, seed=0)
+    assert agent.name == "flaky"
+    with pytest.raises(AgentError, match=r"the agent raised KeyError: 'missing' \(.*test_plugins.py:\d+ in act\)"):
+        asyncio.run(agent.act([], []))
+    from ecab.agents.oracle import OracleAgent
+    assert isinstance(make_agent({"kind": "oracle"}, TASK, seed=0), OracleAgent)    # ecab's own are not wrapped
