@@ -140,7 +140,7 @@ def make_agent(model_cfg: Any, task: Task, seed: int, budget: int = 100, *, chat
     factory = agent_factory(model_cfg)
     if _kind(model_cfg) in BUILTIN_KINDS:
         return as_agent(factory, context)
-    from ecab.agents.bridge import describe_exception
+    from ecab.core.plugins import describe_exception
     where = _get(model_cfg, "target") or f"model.kind={_kind(model_cfg)}"
     try:
         agent = as_agent(factory, context)
@@ -159,7 +159,7 @@ class GuardedAgent:
         self.name = getattr(agent, "name", None) or "agent"
 
     async def act(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]):
-        from ecab.agents.bridge import describe_exception
+        from ecab.core.plugins import describe_exception
         try:
             return await self.agent.act(messages, tools)
         except (AgentError, InfraError, EndpointRefused):

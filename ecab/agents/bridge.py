@@ -14,22 +14,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import traceback
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
 from ecab.agents.base import tool_call_message
+from ecab.core.plugins import describe_exception
 from ecab.env.agent_protocol import AgentError, AgentTurn, InfraError, system_prompt
 
 LoopRun = Callable[["ToolSession"], Awaitable[Any]]
 LOOP_ENDED = "The agent's loop ended without recommending a product."
-
-
-def describe_exception(exc: BaseException) -> str:
-    """`KeyError: 'x' (my_agent.py:12 in act)`: what a user's code raised and where, on one line."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    where = f" ({frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name})" if frames else ""
-    return f"{type(exc).__name__}: {exc}{where}"
 
 
 @dataclass

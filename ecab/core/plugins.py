@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import threading
+import traceback
 from importlib.metadata import entry_points
 from typing import Any, Callable, Generic, TypeVar
 
@@ -80,6 +81,13 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         load_installed_plugins()
         return sorted(self._entries)
+
+
+def describe_exception(exc: BaseException) -> str:
+    """`KeyError: 'x' (my_agent.py:12 in act)`: what a user's code raised and where, on one line."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" ({frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name})" if frames else ""
+    return f"{type(exc).__name__}: {exc}{where}"
 
 
 def import_target(spec: Any, *, key: str) -> Any:

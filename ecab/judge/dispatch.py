@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable, Iterator
 from ecab.catalog.review_match import ReviewChecker
 from ecab.config import ConfigError
 from ecab.core.plugins import Registry
+from ecab.env.agent_protocol import EndpointRefused
 from ecab.judge.episode import make_judgement
 from ecab.judge.protocol import Judge, judge_episodes
 from ecab.judge.rules import RULES, RulesJudge
@@ -143,7 +144,12 @@ class UserJudge:
         return str(getattr(self.inner, "model_name", None) or self.name)
 
     async def judge_episode(self, task: Task, trajectory: Trajectory, catalog) -> Judgement:
-        got = await self.inner.judge_episode(task, trajectory, catalog)
+        try:
+            got = await self.inner.judge_episode(task, trajectory, catalog)
+        except Exception as exc:  # noqa: BLE001 - a user's judge failing is named, not a traceback
+            from ecab.core.plugins import describe_exception
+            raise EndpointRefused(f"the judge {self.name!r} raised {describe_exception(exc)} on episode "
+                                  f"{trajectory.id}; re-judge with python -m ecab.judge <run folder>") from None
         if isinstance(got, Judgement):
             got.judge = self.name
             return got

@@ -22,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ecab.config import CatalogConfig, ConfigError, JudgeConfig, load_config, section
 from ecab.core.process_env import configure_process_env
+from ecab.env.agent_protocol import EndpointRefused
 from ecab.schema import FormatError
 
 
@@ -110,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     configure_process_env()   # before anything loads the embedder (ecab/core/process_env.py)
     try:
         summary = rejudge(args.run_dir, args.overrides)
-    except (ConfigError, ValueError, OSError) as exc:   # FormatError is a ValueError naming file/line/key
+    except (ConfigError, ValueError, OSError, EndpointRefused) as exc:   # FormatError: a ValueError naming file/line
         print(f"error: {exc}", file=sys.stderr)
         return 2
     judge = summary.get("tokens_and_cost", {}).get("judge", {}).get("total", {})

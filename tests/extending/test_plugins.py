@@ -182,3 +182,18 @@ def test_a_users_broken_factory_stops_the_run_and_a_broken_act_is_the_episodes_a
         asyncio.run(agent.act([], []))
     from ecab.agents.oracle import OracleAgent
     assert isinstance(make_agent({"kind": "oracle"}, TASK, seed=0), OracleAgent)    # ecab's own are not wrapped
+
+
+def test_a_users_judge_that_raises_is_named_with_the_episode(registered):
+    from ecab.env.agent_protocol import EndpointRefused
+
+    class Buggy:
+        async def judge_episode(self, task, trajectory, catalog):
+            raise RuntimeError("judge bug")
+
+    ecab.register_judge("test-buggy", lambda context: Buggy())
+    registered.append((JUDGES, "test-buggy"))
+    with configured_judge({"name": "buggy", "kind": "test-buggy"}) as judge:
+        with pytest.raises(EndpointRefused, match=r"the judge 'buggy' raised RuntimeError: judge bug \(.*in "
+                                                  r"judge_episode\) on episode t1; re-judge with python -m ecab.judge"):
+            asyncio.run(judge.judge_episode(TASK, Trajectory(id="t1"), None))
