@@ -91,6 +91,16 @@ def test_a_judge_factory_that_returns_no_judge_is_named():
             pass
 
 
+def install_plugin(folder, monkeypatch, distribution: str, entry_point: str) -> None:
+    """An installed distribution in `folder` with one `ecab.plugins` entry point, seen by a fresh lookup."""
+    info = folder / f"{distribution.replace('-', '_')}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[ecab.plugins]\n{entry_point}\n")
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.setattr(plugins, "_loaded", False)
+
+
 def test_an_installed_package_registers_through_the_entry_point_group(tmp_path, monkeypatch):
     (tmp_path / "ecab_test_plugin.py").write_text(textwrap.dedent("""
         import ecab
@@ -98,12 +108,7 @@ def test_an_installed_package_registers_through_the_entry_point_group(tmp_path, 
         def register():
             ecab.register_agent("from-entry-point", lambda context: None)
     """))
-    info = tmp_path / "ecab_test_plugin-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ecab-test-plugin\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[ecab.plugins]\ntest = ecab_test_plugin:register\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(plugins, "_loaded", False)
+    install_plugin(tmp_path, monkeypatch, "ecab-test-plugin", "test = ecab_test_plugin:register")
     try:
         assert "from-entry-point" in AGENTS.names()
         assert AGENTS.get("from-entry-point")(None) is None
@@ -112,12 +117,7 @@ def test_an_installed_package_registers_through_the_entry_point_group(tmp_path, 
 
 
 def test_a_broken_plugin_is_named_not_a_traceback(tmp_path, monkeypatch):
-    info = tmp_path / "broken_plugin-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-plugin\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[ecab.plugins]\nbroken = no_such_module_abc:register\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(plugins, "_loaded", False)
+    install_plugin(tmp_path, monkeypatch, "broken-plugin", "broken = no_such_module_abc:register")
     with pytest.raises(plugins.PluginError, match="plugin 'broken' .* failed to load: ModuleNotFoundError"):
         AGENTS.get("anything-unregistered")
 
