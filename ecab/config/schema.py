@@ -250,6 +250,19 @@ class RunnerConfig(Section):
     step_delay_s: Number = num("number", 0)     # test/bench aid: sleep before each agent turn
 
 
+def process_count(value: Any) -> int | None:
+    """runner.processes: None for auto (or unset), else the count; anything else is one line naming the key."""
+    if value is None or str(value) == "auto":
+        return None
+    try:
+        count = int(value)
+    except (TypeError, ValueError):
+        count = 0
+    if count < 1 or str(count) != str(value).strip():
+        raise ConfigError(f"runner.processes must be auto or a whole number >= 1, got {value!r}")
+    return count
+
+
 @dataclass
 class LocalRunnerConfig(RunnerConfig):
     processes: Any = MISSING                    # auto | a whole number >= 1
@@ -259,15 +272,7 @@ class LocalRunnerConfig(RunnerConfig):
     limits: LimitsConfig = field(default_factory=LimitsConfig)
 
     def check(self) -> None:
-        value = self.processes
-        if value is None or str(value) == "auto":
-            return
-        try:
-            count = int(value)
-        except (TypeError, ValueError):
-            count = 0
-        if count < 1 or str(count) != str(value).strip():
-            raise ConfigError(f"runner.processes must be auto or a whole number >= 1, got {value!r}")
+        process_count(self.processes)
 
 
 @dataclass

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ecab.config import ConfigError, EcabConfig, LocalRunnerConfig, RayRunnerConfig, RunnerConfig
+from ecab.config.schema import process_count
 from ecab.runner.episode import EpisodeOptions
 from ecab.runner.protocol import Runner
 
@@ -30,15 +31,8 @@ EPISODES_PER_LOOP = 128
 def episode_processes(setting: Any, concurrency: int, cores: int) -> int:
     """runner.processes: a count, or auto (one process up to EPISODES_PER_LOOP episodes in flight, then one
     per EPISODES_PER_LOOP up to one per usable core)."""
-    if setting is None or str(setting) == "auto":
-        return max(1, min(cores, concurrency // EPISODES_PER_LOOP))
-    try:
-        count = int(setting)
-    except (TypeError, ValueError):
-        count = 0
-    if count < 1 or str(count) != str(setting).strip():
-        raise ConfigError(f"runner.processes must be auto or a whole number >= 1, got {setting!r}")
-    return count
+    count = process_count(setting)
+    return max(1, min(cores, concurrency // EPISODES_PER_LOOP)) if count is None else count
 
 
 def _runner_section(cfg: EcabConfig, kind: type[RunnerConfig]) -> Any:
