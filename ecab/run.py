@@ -23,7 +23,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from ecab.config import (ConfigError, EcabConfig, EndpointModelConfig, ModelConfig, die, parse, preflight,
                          register_schemas)
+from ecab.config import naming
 from ecab.core.process_env import configure_process_env
+from ecab.core.signals import interrupted, stop_on_sigterm
 from ecab.env.agent_protocol import EndpointRefused
 from ecab.runner.protocol import RunnerFailed
 from ecab.schema import FormatError, Task
@@ -40,7 +42,7 @@ SECRET_MARKERS = ("api_key", "secret", "token", "password")
 UNSET_IN_IDENTITY: dict[str, dict[str, object]] = {
     "model": {"target": None, "options": {}, "sim": None},
     "catalog": {"target": None, "options": {}},
-    "benchmark": {"name": None},
+    "benchmark": {"name": None, "ids": None, "shuffle": False},
     "construct": {"min_category_size": None},
 }
 
@@ -143,9 +145,9 @@ def load_tasks(cfg: Config, catalog=None) -> list[Task]:
 
 
 def run_name(cfg: Config) -> str:
-    cfg = parse(cfg)
-    benchmark = cfg.benchmark.name or cfg.benchmark.source   # released, file or generated
-    return cfg.run.name or f"{cfg.model.name}-b{cfg.budget}-{benchmark}"
+    """run.name, else `<model>-b<budget>-<benchmark>` and every identity setting that differs from the
+    defaults (ecab/config/naming.py): runs of different configs never share a folder."""
+    return naming.run_name(parse(cfg))
 
 
 def move_aside(path: Path, keep: tuple[str, ...] = ()) -> Path:
@@ -208,8 +210,20 @@ def identity_of(resolved: dict) -> dict:
             and identity["construct"]["llm"].get("max_tokens") is None:
         identity["construct"] = {**identity["construct"],
                                  "llm": {k: v for k, v in identity["construct"]["llm"].items() if k != "max_tokens"}}
-    identity["benchmark"] = {k: v for k, v in identity["benchmark"].items() if k != "max_line_bytes"}
+    guards = {key.split(".", 1)[1] for key in naming.READ_GUARDS}   # benchmark.max_line_bytes, ...
+    identity["benchmark"] = {k: v for k, v in identity["benchmark"].items() if k not in guards}
     return identity
+
+
+def agent_prices(cfg: EcabConfig) -> dict | str | None:
+    """The agent's price table as its cost is computed (ecab/llm/settings.py honest_prices), "unknown" when it
+    has none (an own endpoint without prices given: its cost in the summary is not a price); None for an
+    agent that calls no endpoint. Decided on the config as given, before any simulator is started."""
+    from ecab.agents import llm_settings
+    settings = llm_settings(cfg.model)
+    if settings is None:
+        return None
+    return dict(settings.price_per_million) or "unknown"
 
 
 def _prepare_locked(cfg: EcabConfig, tasks: list[Task], catalog, folder) -> None:
@@ -226,6 +240,9 @@ def _prepare_locked(cfg: EcabConfig, tasks: list[Task], catalog, folder) -> None
         "n_tasks": len(tasks),
         "versions": package_versions(),
     }
+    prices = agent_prices(cfg)
+    if prices is not None:
+        manifest["agent_prices"] = prices
     old = folder.read_manifest()
     if old and cfg.run.resume:
         changed = [k for k in ("config_hash", "task_set_hash", "catalog_fingerprint") if old.get(k) != manifest[k]]
@@ -364,6 +381,8 @@ def main_job(cfg: Config) -> dict:
     tasks = load_tasks(cfg) if cfg.benchmark.source == "file" else None
     catalog = open_catalog(cfg)
     tasks = tasks if tasks is not None else load_tasks(cfg, catalog)
+    from ecab.construct.target_check import check_targets
+    check_targets(cfg, tasks, catalog)    # a file's targets not in the catalog: refused before the run folder
     folder = prepare_folder(cfg, tasks, catalog)
     try:
         print(f"ecab: {len(tasks)} tasks x {cfg.trials} trial(s), model={cfg.model.name}, budget={cfg.budget}, "
@@ -389,32 +408,68 @@ def exit_code() -> int:
 
 
 register_schemas()   # conf/ composes against the typed schema (ecab/config/schema.py)
+naming.register_resolvers()   # ${ecab_sweep:...}: a sweep's folder under run.dir (conf/config.yaml hydra.sweep)
+
+
+def in_sweep() -> str | None:
+    """This job's overrides when it is one job of a `-m` sweep, else None."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    if not HydraConfig.initialized() or HydraConfig.get().mode != RunMode.MULTIRUN:
+        return None
+    return " ".join(HydraConfig.get().overrides.task)
+
+
+def fail_job(message: str, code: int = 2) -> None:
+    """A job's one error line. A single run exits with `code`; one job of a sweep records it as the sweep's exit
+    code and returns, so the other jobs run and the sweep's table is written."""
+    global _exit_code
+    job = in_sweep()
+    if job is None:
+        die(message, code)
+    print(f"ecab: error: job {job}: {message}", file=sys.stderr)
+    _exit_code = max(_exit_code, code)
 
 
 @hydra.main(config_path="../conf", config_name="config", version_base="1.3")
-def main(cfg: DictConfig) -> None:
+def main(cfg: DictConfig) -> str | None:
+    """One job; returns its run folder (a sweep's callback collects them: ecab/reduce/sweep_callback.py), None
+    when the job failed."""
     global _exit_code
     try:
         typed = parse(cfg)         # the one parse of this job's config
         summary = main_job(typed)
     except (ConfigError, FormatError) as exc:
-        die(str(exc))
+        fail_job(str(exc))
+        return None
     except EndpointRefused as exc:
-        die(f"{exc}; stopped the run (finished episodes are saved)")
+        fail_job(f"{exc}; stopped the run (finished episodes are saved)")
+        return None
     except RunnerFailed as exc:
-        die(str(exc))
-    except KeyboardInterrupt:
-        die("interrupted; finished episodes are saved, re-run the same command to resume", code=130)
+        fail_job(str(exc))
+        return None
+    except KeyboardInterrupt:      # Ctrl-C, or SIGTERM (`ray job stop`) turned into one by stop_on_sigterm
+        message, code = interrupted()
+        die(message, code=code)
     if summary["infra_error_units"]:
         print(f"ecab: error: {summary['infra_error_units']} of {summary.get('total_samples', 0)} episodes ended "
               f"in infra_error (first: {summary['first_infra_error']}); re-run the same command to retry them",
               file=sys.stderr)
         _exit_code = max(_exit_code, EXIT_INFRA_ERRORS)
-    report_after_run(Path(typed.run.dir) / run_name(typed))   # the report.html of the run; prints its path
+    folder = Path(typed.run.dir) / run_name(typed)
+    report_after_run(folder)   # the report.html of the run; prints its path
+    return str(folder)
 
 
 if __name__ == "__main__":
     configure_process_env()   # first: before anything imports Ray, Hugging Face or tokenizers
+    stop_on_sigterm()         # `ray job stop` sends SIGTERM: stop as Ctrl-C does, with one line and status 143
+    if {"-h", "--help"} & set(sys.argv[1:]):
+        # Hydra's help (below) lists the config groups and the composed config; say first what the command is
+        what = "\n\n".join(__doc__.strip().split("\n\n")[:2])    # the user's part of the docstring
+        print(f"usage: python -m ecab.run [overrides]\n\n{what}\n\noverrides: Hydra key=value pairs; "
+              "conf/config.yaml has every key and its comment. Hydra's help follows.\n")
     try:
         preflight(sys.argv[1:])
     except ConfigError as exc:

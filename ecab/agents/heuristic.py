@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ecab.agents.base import ScriptedAgent, SearchFusion, read_review_stats
 from ecab.core.text import compact, contains_phrase, normalize, options, phrase_matches_value, singular, value_text
@@ -133,9 +134,16 @@ def _sing(normalized: str) -> str:
     return " ".join(singular(t) for t in normalized.replace(",", " ").split())
 
 
-def value_options(value) -> list[str]:
-    """A detail value's options, normalized and singularized ("Nylon, Silicone" -> ["nylon", "silicone"])."""
-    return [s for s in (_sing(o) for o in options(normalize(value_text(value)))) if len(s) >= 2]
+def value_options(value) -> tuple[str, ...]:
+    """A detail value's options, normalized and singularized ("Nylon, Silicone" -> ("nylon", "silicone"))."""
+    return _text_options(value_text(value))
+
+
+# The scoring below re-reads the same listings' values against the same shopper texts on every turn of every
+# episode (a profile found it 80% of a heuristic run's agent time), so its pure text functions are memoised.
+@lru_cache(maxsize=1 << 16)
+def _text_options(text: str) -> tuple[str, ...]:
+    return tuple(s for s in (_sing(o) for o in options(normalize(text))) if len(s) >= 2)
 
 
 @dataclass
@@ -159,7 +167,7 @@ class Said:
                 pos.append(clause)
         return cls(_sing(normalize(" , ".join(pos))), _sing(normalize(" , ".join(neg))))
 
-    def cover(self, option: str) -> set:
+    def cover(self, option: str) -> frozenset:
         """Which words of the positive text the option names (empty: it is not named)."""
         return _cover(self.positive, option)
 
@@ -167,12 +175,13 @@ class Said:
         return bool(self.negative) and bool(_cover(self.negative, option)) and not self.cover(option)
 
 
-def _cover(text: str, option: str) -> set:
+@lru_cache(maxsize=1 << 18)
+def _cover(text: str, option: str) -> frozenset:
     """The word positions of `text` where `option` occurs as a phrase (or written together / apart:
     "water proof" / "waterproof"); for scripts without spaces, the option itself when it is a substring."""
     words, want = text.split(), option.split()
     if not want or not words:
-        return set()
+        return frozenset()
     n = len(want)
     hit: set = set()
     for i in range(len(words) - n + 1):
@@ -187,17 +196,18 @@ def _cover(text: str, option: str) -> set:
                 hit.update((i, i + 1))
     if not hit and not option.isascii() and option in text:
         hit.add(option)
-    return hit
+    return frozenset(hit)
 
 
-def key_words(key: str) -> set[str]:
+@lru_cache(maxsize=1 << 14)
+def key_words(key: str) -> frozenset[str]:
     """A profile key's or detail key's words, singularized, without 'need' / 'preference' ("os" expanded)."""
     words = {singular(w) for w in normalize(key.replace("_", " ")).split()} - _KEY_NOISE
     if "o" in words or "os" in words:
         words |= {"operating", "system"}
     if "compatibility" in words:
         words |= {"compatible"}
-    return {w[:6] for w in words}
+    return frozenset(w[:6] for w in words)
 
 
 def profile_match(details: dict, title: str, key: str, value: str) -> float:

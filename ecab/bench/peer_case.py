@@ -111,7 +111,14 @@ def side_versions(side: str) -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    spec_path, result_path = (argv if argv is not None else sys.argv[1:])[:2]
+    args = list(argv if argv is not None else sys.argv[1:])
+    if any(a in ("-h", "--help") for a in args):
+        print("usage: python -m ecab.bench.peer_case SPEC.json RESULT.json\n\n" + __doc__.strip())
+        return 0
+    if len(args) != 2:   # peer.py always passes exactly the two paths
+        print("peer_case: error: expected SPEC.json RESULT.json (see --help)", file=sys.stderr)
+        return 2
+    spec_path, result_path = args
     configure_process_env()
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
     if spec["side"] not in SIDES:

@@ -18,7 +18,9 @@ from typing import Any, Iterator, Mapping, Union
 from ecab.catalog.base import CatalogBatch
 from ecab.catalog.embedding_model import MODEL_NAME
 from ecab.catalog.facade import Catalog
+from ecab.catalog.first_run import catalog_part, encoder_part, first_run_notice
 from ecab.catalog.layout import META_FILE
+from ecab.catalog.onnx_encoder import encoder_exported
 from ecab.catalog.sources import CatalogConfigError, catalog_source, register_catalog_source
 from ecab.catalog.writer import build_catalog
 from ecab.config import CatalogConfig, ConfigError, group_options, section
@@ -117,6 +119,15 @@ def catalog_dir(cfg: CatalogLike, cache_dir: str | os.PathLike) -> Path:
     return Path(cache_dir).expanduser() / "catalogs" / catalog_fingerprint(cfg)
 
 
+def missing_parts(cfg: CatalogConfig, out: Path, embedder) -> list[str]:
+    """What this ensure_catalog will build, for the first-run notice: the catalog, and the ONNX query encoder
+    when no embedder is passed in and this cache lacks its export (searches export it on first use)."""
+    parts = [] if (out / META_FILE).exists() else [catalog_part(cfg.source, _expected_products(cfg))]
+    if embedder is None and not encoder_exported():
+        parts.append(encoder_part())
+    return parts
+
+
 def ensure_catalog(cfg: CatalogLike, cache_dir: str | os.PathLike, *, mode: str = "hybrid", embedder=None,
                    progress: bool = True) -> Catalog:
     """Open the catalog for `cfg` (the typed `catalog` section; a mapping is typed first), building it first if
@@ -128,6 +139,8 @@ def ensure_catalog(cfg: CatalogLike, cache_dir: str | os.PathLike, *, mode: str 
     # environment variable it reaches the sandbox and local Ray workers too.
     os.environ["ECAB_CACHE_DIR"] = str(Path(cache_dir).expanduser())
     source = {"config": _record(cfg), "fingerprint_inputs": fingerprint_inputs(cfg)}
+    if not (out / META_FILE).exists() or (embedder is None and not encoder_exported()):
+        first_run_notice(missing_parts(cfg, out, embedder), out.parent.parent)
     if not (out / META_FILE).exists() and cfg.builder == "ray":
         from ecab.catalog.ray_build import build_catalog_on_ray
 

@@ -19,7 +19,7 @@ from typing import Any, NoReturn, Sequence, TypeVar
 
 from omegaconf import DictConfig, OmegaConf
 
-from ecab.config.checks import ConfigError, check_number
+from ecab.config.checks import ConfigError, check_number, did_you_mean
 from ecab.config.schema import (AdmissionConfig, BenchmarkConfig, CatalogConfig, ConstructConfig,
                                 ConstructLLMConfig, EcabConfig, EndpointModelConfig, EpisodeConfig, JudgeConfig,
                                 LimitsConfig, LLMJudgeConfig, LocalRunnerConfig, ModelConfig, RayRunnerConfig,
@@ -75,9 +75,44 @@ def explain(exc: BaseException) -> str:
         return (f"unknown {group} '{option}'; choose one of: {', '.join(group_options(group))}")
     unknown = re.search(r"Could not override '([^']+)'", line)
     if unknown:
-        return (f"unknown config key '{unknown.group(1)}' (see conf/config.yaml and ecab/config/schema.py; a plug-in's "
-                f"own keys go in model.options, judge.options or catalog.options: +model.options.<key>=...)")
+        key = unknown.group(1)
+        return (f"unknown config key '{key}'{_typo_hint(key)} (see conf/config.yaml and ecab/config/schema.py; a "
+                f"plug-in's own keys go in model.options, judge.options or catalog.options: +model.options.<key>=...)")
     return line
+
+
+def _typo_hint(dotted: str) -> str:
+    """did_you_mean for the first segment of a dotted key its section of the schema does not have, as the whole
+    dotted key ("; did you mean 'catalog.products'?"), or "" (none close, or a free-form section)."""
+    schema: Any = EcabConfig
+    parts = dotted.split(".")
+    for i, part in enumerate(parts):
+        known = _schema_fields(schema)
+        if part not in known:
+            return did_you_mean(part, known, ".".join(parts[:i]))
+        schema = _section_class(known[part])
+        if schema is None:   # a value, or a free-form mapping (options, extra_body, ...)
+            return ""
+    return ""
+
+
+def _schema_fields(schema: type) -> dict[str, Any]:
+    """{field: annotation} of a section class and of the classes that extend it (a group's options: runner=local
+    adds `admission` to RunnerConfig)."""
+    out: dict[str, Any] = {}
+    for cls in (schema, *schema.__subclasses__()):
+        out.update({f.name: f.type for f in fields(cls)})
+    return out
+
+
+def _section_class(annotation: Any) -> type | None:
+    """The Section class a field's annotation names (the schema's annotations are strings under
+    `from __future__ import annotations`), or None."""
+    import ecab.config.schema as schema_module
+
+    if isinstance(annotation, str):
+        annotation = getattr(schema_module, annotation.split("|")[0].strip(), None)
+    return annotation if isinstance(annotation, type) and dataclasses.is_dataclass(annotation) else None
 
 
 def _omegaconf_cause(exc: BaseException) -> BaseException | None:
@@ -104,7 +139,7 @@ def _explain_omegaconf(exc: BaseException) -> str | None:
             and issubclass(object_type, Section) and full_key:
         parent, key = full_key.rsplit(".", 1) if "." in full_key else (object_type.KEY or "the config", full_key)
         known = sorted(f.name for f in fields(object_type))
-        return f"{parent}: unknown key(s) {key} (known: {', '.join(known)})"
+        return f"{parent}: unknown key(s) {key}{did_you_mean(key, known)} (known: {', '.join(known)})"
     if isinstance(exc, ValidationError):
         spec = field_check(object_type, getattr(exc, "key", None))
         if spec is not None:
@@ -143,7 +178,8 @@ def _refuse_unknown_keys(node: DictConfig, prefix: str) -> None:
         name = str(key)
         if known is not None and name not in known:
             where = prefix or "the config"
-            raise ConfigError(f"{where}: unknown key(s) {name} (known: {', '.join(sorted(known))})")
+            raise ConfigError(f"{where}: unknown key(s) {name}{did_you_mean(name, known)} "
+                              f"(known: {', '.join(sorted(known))})")
         child = node._get_node(key)
         if isinstance(child, DictConfig) and known is not None and not child._is_missing() and not child._is_none():
             _refuse_unknown_keys(child, f"{prefix}.{name}" if prefix else name)
@@ -232,7 +268,10 @@ def preflight(argv: Sequence[str], config_name: str = "config") -> None:
                   else [override.get_value_element_as_str()])
         choices.append([f"{prefix}={v}" for v in values])
     base = [c[0] for c in choices]
-    load_config(search + base, config_name)
+    composed = load_config(search + base, config_name)
+    # `+key=...` adds a key Hydra does not know; one the schema does not have either (`+modle=x`, a typo) is
+    # refused here, with the hint, before any work (plug-ins' own keys: +model.options.<key>=...)
+    _refuse_unknown_keys(composed, "")
     for i, options in enumerate(choices):
         for option in options[1:]:
             load_config(search + base[:i] + [option] + base[i + 1:], config_name)

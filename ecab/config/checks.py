@@ -1,7 +1,10 @@
-"""The config layer's error type and its one numeric check (one line naming the key)."""
+"""The config layer's error type, its one numeric check (one line naming the key) and the typo hint of an
+unknown key."""
 from __future__ import annotations
 
+import difflib
 import math
+from typing import Iterable
 
 
 class ConfigError(ValueError):
@@ -28,3 +31,11 @@ def check_number(key: str, value: object, kind: str, low: float | None = None, i
         ok = value <= 1 if inclusive else value < 1  # type: ignore[operator]
     if not ok:
         raise ConfigError(f"{key} must be {noun}{' (or null)' if nullable else ''}, got {value!r}")
+
+
+def did_you_mean(name: str, known: Iterable[str], section: str = "") -> str:
+    """"; did you mean 'model'?" when a known key is close to `name` (a typo: `+modle=x`), else "" (named in full
+    under a `section`: 'catalog.products'). The hint goes in the error that refuses the key: a typo is never set
+    as a key of its own that nothing reads."""
+    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+    return f"; did you mean '{section + '.' if section else ''}{close[0]}'?" if close else ""

@@ -161,8 +161,12 @@ class BenchmarkConfig(Section):
     path: str | None = MISSING
     n_per_intent: int = num("int", 1)
     limit: int | None = num("int", 1, nullable=True)
+    # The selection (ecab/construct/task_selection.py): exactly these task ids; a seeded order before the limit.
+    ids: list[str] | None = None
+    shuffle: bool = False
     max_line_bytes: int = num("int", 1)
     name: str | None = None                     # benchmark=released: names the run and the fetch command
+    allow_missing_targets: bool = False         # file: run even when targets are not in the catalog (issue 29)
 
     def check(self) -> None:
         self.choice("source", ("generated", "file"))

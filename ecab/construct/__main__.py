@@ -45,6 +45,25 @@ def open_catalog(cfg: EcabConfig, progress: bool = True):
 
 
 AUDIT_FLAGS = ("--baselines", "--no-reviews", "--json")
+HELP_FLAGS = ("-h", "--help")
+# Overrides are Hydra's, composed from conf/ as `python -m ecab.run` composes them; that command's --help lists
+# the config groups and the composed defaults.
+OVERRIDES_HELP = ("overrides: Hydra key=value pairs of conf/ (conf/config.yaml has every key and its comment; "
+                  "python -m ecab.run --help lists the groups and defaults)")
+
+
+def print_usage(audit: bool = False) -> None:
+    """The module's usage (the audit's part alone for `audit --help`), then where the overrides come from."""
+    doc = __doc__.strip()
+    audit_part = doc[doc.index("    python -m ecab.construct audit"):]
+    if audit:
+        print("usage: python -m ecab.construct audit [--baselines] [--no-reviews] [--json PATH] [overrides]\n")
+        print(audit_part)
+    else:
+        print("usage: python -m ecab.construct [overrides]\n"
+              "       python -m ecab.construct audit [--baselines] [--no-reviews] [--json PATH] [overrides]\n")
+        print(doc)
+    print("\n" + OVERRIDES_HELP)
 # random: the floor of a script; heuristic: reads the profile and asks; query-only: never does (issue 27);
 # oracle: knows the target (the harness self-check).
 BASELINE_MODELS = ("random", "heuristic", "query-only", "oracle")
@@ -101,13 +120,16 @@ def parse_audit_args(args: list[str]) -> tuple[set[str], str | None, list[str]]:
     rest = list(args)
     while rest:
         a = rest.pop(0)
+        if a in HELP_FLAGS:
+            print_usage(audit=True)
+            sys.exit(0)
         if a == "--json" or a.startswith("--json="):
             json_path = a.split("=", 1)[1] if "=" in a else (rest.pop(0) if rest else None)
             if not json_path or json_path.startswith("--"):
                 die("audit: --json needs a path (--json PATH)")
         elif a.startswith("--"):
             if a not in AUDIT_FLAGS:
-                die(f"audit: unknown option {a}; options: {', '.join(AUDIT_FLAGS)}")
+                die(f"audit: unknown option {a}; options: {', '.join(AUDIT_FLAGS + HELP_FLAGS)}")
             flags.add(a)
         else:
             overrides.append(a)
@@ -161,6 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "audit":
         return audit_main(args[1:])
+    if any(a in HELP_FLAGS for a in args):   # before Hydra, which reads `--help` as a malformed override
+        print_usage()
+        return 0
     from ecab.construct.benchmark_cache import ensure_benchmark
     from ecab.construct.benchmark_folder import REJECTIONS_TABLE, REPORT_FILE, rejection_table
     from ecab.construct.pipeline import construct

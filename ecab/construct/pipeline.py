@@ -21,6 +21,7 @@ pool: ids are stable, and rejected candidates keep theirs. The cached default be
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import sys
 import tempfile
@@ -41,15 +42,19 @@ from ecab.construct.workers import WORKER_DEPTH, TorchThreads, WorkerPool
 
 
 def construct(cfg: Any, catalog: CatalogReader, *, opener: Callable[[], CatalogReader] | None = None,
-              out_dir: str | Path | None = None, progress: bool = True, parent_builds: bool = True
-              ) -> ConstructResult:
+              out_dir: str | Path | None = None, progress: bool = True, parent_builds: bool = True,
+              n_per_intent: int | None = None) -> ConstructResult:
     """Build the benchmark; writes the output folder when `out_dir` (or construct.out) is set.
+    `n_per_intent` overrides construct.n_per_intent (a limited run's smaller build: benchmark_cache.py); the
+    first k tasks of an intent are the same whatever n is built (schedule.py).
 
     `construct.workers=N` means the parent plus N-1 spawned workers. `opener` is a picklable zero-argument
     callable that opens the same catalog read-only; workers use it for reviews and, for catalogs too large
     to snapshot in memory, for everything (default: the catalog's `reopener()` or `type.open(path)`).
     """
     settings = serve_verbalizer(construct_settings(cfg))   # construct.llm.model=sim: its simulator starts here
+    if n_per_intent is not None:
+        settings = dataclasses.replace(settings, n_per_intent=n_per_intent)
     started = time.perf_counter()
     with contextlib.ExitStack() as stack:
         pool = stack.enter_context(WorkerPool(settings.workers - 1, settings)) if settings.workers > 1 else None

@@ -5,21 +5,26 @@ from __future__ import annotations
 from pathlib import Path
 
 from ecab.config import ConfigError, EcabConfig
+from ecab.construct.task_selection import select_tasks
 from ecab.schema import Task, read_tasks
 
 
 def load_tasks(cfg: EcabConfig, catalog=None) -> list[Task]:
-    """The runnable tasks (sample_status ok), the first `benchmark.limit` of them. Lines are capped at
-    benchmark.max_line_bytes; bad UTF-8, bad JSON and repeated task ids are errors naming file:line."""
+    """The runnable tasks (sample_status ok), selected by benchmark.ids / shuffle / limit (task_selection.py).
+    Lines are capped at benchmark.max_line_bytes; bad UTF-8, bad JSON and repeated task ids are errors naming
+    file:line. A limited generated benchmark is built only as far as the selection reaches
+    (benchmark_cache.ensure_benchmark)."""
     cap = cfg.benchmark.max_line_bytes
     if cfg.benchmark.source == "file":
-        tasks = read_tasks(str(cfg.benchmark.path), max_line_bytes=cap)
+        path = Path(str(cfg.benchmark.path))
     else:
         from ecab.construct.benchmark_cache import ensure_benchmark
-        tasks = read_tasks(ensure_benchmark(cfg, catalog, Path(cfg.cache_dir)), max_line_bytes=cap)
-    tasks = [t for t in tasks if t.is_ok]
-    if cfg.benchmark.limit is not None:
-        tasks = tasks[: cfg.benchmark.limit]
+        path = ensure_benchmark(cfg, catalog, Path(cfg.cache_dir))
+    tasks = [t for t in read_tasks(str(path), max_line_bytes=cap) if t.is_ok]
+    bench = cfg.benchmark
+    ids = None if bench.ids is None else [str(i) for i in bench.ids]
+    tasks = select_tasks(tasks, limit=bench.limit, ids=ids, shuffle=bool(bench.shuffle), seed=cfg.seed,
+                         source=str(path))
     if not tasks:
         raise ConfigError("the benchmark has no runnable tasks (sample_status ok)")
     return tasks

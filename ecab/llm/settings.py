@@ -13,6 +13,7 @@ temperature, its reply attempts) keeps them in its own small settings object nex
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -106,7 +107,7 @@ def model_settings(model: Any, *, config_key: str = "model") -> ModelSettings:
         temperature=typed.temperature, max_output_tokens=typed.max_output_tokens,
         max_tokens_param=typed.max_tokens_param, reasoning_effort=typed.reasoning_effort,
         parallel_tool_calls=typed.parallel_tool_calls, extra_body=dict(typed.extra_body),
-        echo_reasoning=typed.echo_reasoning, price_per_million=_prices(typed.price_per_million, config_key),
+        echo_reasoning=typed.echo_reasoning, price_per_million=_prices(honest_prices(typed), config_key),
         timeout_s=typed.timeout_s, max_attempts=typed.max_attempts, max_retry_wait_s=typed.max_retry_wait_s,
         backoff_base_s=typed.backoff_base_s, concurrency=typed.concurrency, http_client=typed.http_client,
         sim=dict(typed.sim) if typed.sim is not None else None, config_key=config_key)
@@ -170,6 +171,38 @@ def _flat_prices(block: Mapping[str, Any]) -> dict[str, Any]:
         if which not in prices and flat is not None:
             prices[which] = flat
     return prices
+
+
+def honest_prices(model: EndpointModelConfig) -> Mapping[str, Any]:
+    """The model's price table, or none (the cost is unknown) when the config points the model at another
+    endpoint or model id than its conf/model YAML and keeps the YAML's prices (issue 29: `model=gpt-5
+    model.base_url=http://my-vllm:8000/v1` is not charged GPT-5's list prices). Prices given with the override
+    (`model.price_per_million.input=...`) count, and only they: an entry left at the YAML's price is the
+    provider's, not the endpoint's (cached input then costs what input does). A simulator model whose YAML leaves base_url to the run
+    (model=sim) is never "another endpoint": ecab.run sets its URL after the name and the config are fixed."""
+    yaml = yaml_endpoint(model.name)
+    if yaml is None or (yaml.get("sim") is not None and not yaml.get("base_url")):
+        return model.price_per_million
+    moved = model.base_url != yaml.get("base_url") or str(model.model_id) != str(yaml.get("model_id"))
+    if not moved:
+        return model.price_per_million
+    listed = _flat_prices(yaml)
+    return {k: v for k, v in model.price_per_million.items() if not _same_price(v, listed.get(k))}
+
+
+@functools.lru_cache(maxsize=64)
+def yaml_endpoint(name: str) -> dict[str, Any] | None:
+    """conf/model/<name>.yaml as a block, or None when there is none (an inline block, a user's own folder)."""
+    if not (CONF_DIR / "model" / f"{name}.yaml").is_file():
+        return None
+    return load_model_block(name)[1]
+
+
+def _same_price(a: Any, b: Any) -> bool:
+    try:
+        return b is not None and float(a) == float(b)
+    except (TypeError, ValueError):
+        return False       # not a number: kept, and refused with its key by _prices
 
 
 def _prices(prices: Mapping[str, Any], config_key: str) -> dict[str, float]:

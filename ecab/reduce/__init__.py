@@ -15,6 +15,7 @@ from ecab.reduce.budget import truncated_accuracy
 from ecab.reduce.plots import render_run_plots
 from ecab.reduce.report import render_markdown
 from ecab.reduce.summary import summarize
+from ecab.reduce.usage import mark_cost_unknown
 from ecab.runs import RunFolder
 from ecab.schema import FormatError
 
@@ -53,6 +54,8 @@ def reduce_run(run_dir: str | Path, *, plots: bool = True) -> dict[str, Any]:
             extra["task_audit"] = manifest["task_audit"]   # how hard the task set is (ecab.run writes it)
         extra = extra or None
         summary = summarize(tasks, trajectories, judgements, model=model, judge_model=judge_model, extra=extra)
+        if manifest.get("agent_prices") == "unknown":   # an own endpoint without prices (ecab/run.py agent_prices)
+            mark_cost_unknown(summary["tokens_and_cost"])
     except ValueError as exc:
         if isinstance(exc, FormatError):
             raise

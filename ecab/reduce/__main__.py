@@ -12,6 +12,7 @@ folder that happens to be called "compare").
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from pathlib import Path
 
@@ -30,6 +31,12 @@ def headline(summary: dict) -> str:
             f"{summary['runtime_error_count']} | cap reached {pct(summary['budget']['cap_reached_rate'])}")
 
 
+def refresh_report(run_dir: Path) -> None:
+    """Rebuild the run's report.html after a command rewrote its summary; a failure is one warning line.
+    The report is ecab.view's, a layer above reduce: named here, not imported (docs/architecture.md §1)."""
+    importlib.import_module("ecab.view").refresh_report(run_dir)
+
+
 def run_reduce(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m ecab.reduce", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -40,6 +47,7 @@ def run_reduce(argv: list[str]) -> int:
     print(f"wrote {args.run_dir / 'summary.json'}, {args.run_dir / 'summary.md'}"
           + ("" if args.no_plots else f" and {args.run_dir / 'plots'}/"))
     print(headline(summary))
+    refresh_report(args.run_dir)
     return 0
 
 
@@ -55,6 +63,9 @@ def run_compare(argv: list[str]) -> int:
     result = compare_runs(args.run_dirs, args.out, rebuild=args.rebuild, plots=not args.no_plots)
     print(result["markdown"])
     print(f"wrote {args.out}/compare.md, table*.md, table*.csv" + ("" if args.no_plots else " and plots/"))
+    if args.rebuild:            # every run was re-reduced: its report follows its new summary
+        for run_dir in args.run_dirs:
+            refresh_report(run_dir)
     return 0
 
 
@@ -77,6 +88,7 @@ def run_import(argv: list[str]) -> int:
     summary = RunFolder(args.out).read_summary()
     if summary is not None and args.evaluation:
         print(headline(summary))
+    refresh_report(args.out)
     return 0
 
 

@@ -2,9 +2,14 @@
 
 Truncation: cutting a recorded trajectory after k executed tool calls keeps its outcome (outcome.py) only if
 `recommend_product` ran within those k calls; otherwise there is no prediction at k, which is wrong.
+
+Cut points come from the run's budget, not a fixed list: the quarters of the budget, rounded half up,
+deduplicated, always ending at the budget (100 -> 25, 50, 75, 100; 10 -> 3, 5, 8, 10; 2 -> 1, 2), so a run
+at any budget gets a curve and "the last calls" are always the last quarter of its budget.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Iterable, Sequence
 
 from ecab.reduce.episodes import Episode, evaluated_episodes
@@ -12,7 +17,7 @@ from ecab.reduce.outcome import Outcome, outcome_of, pair_by_unit
 from ecab.reduce.rates import rate, round4
 from ecab.schema import Judgement, Trajectory
 
-CUT_POINTS = (25, 50, 75, 100)
+QUARTERS = 4
 
 
 def correct_within(outcome: Outcome, k: int) -> bool:
@@ -31,9 +36,12 @@ def accuracy_within(outcomes: Sequence[Outcome], k: int) -> float:
     return sum(correct_within(o, k) for o in base) / len(base) if base else 0.0
 
 
-def cut_points_for(budget: int | None, ks: Iterable[int] = CUT_POINTS) -> list[int]:
-    """The cut points that fit inside the budget (all of them when the budget is unknown)."""
-    return [k for k in ks if budget is None or k <= budget]
+def cut_points_for(budget: int | None) -> list[int]:
+    """The quarters of the budget (rounded half up, at least 1, deduplicated), ending at the budget; none when
+    the budget is unknown."""
+    if budget is None or budget < 1:
+        return []
+    return sorted({max(1, math.floor(budget * q / QUARTERS + 0.5)) for q in range(1, QUARTERS + 1)})
 
 
 def truncated_accuracy_of(outcomes: Sequence[Outcome], ks: Iterable[int]) -> dict[int, float]:
@@ -41,17 +49,30 @@ def truncated_accuracy_of(outcomes: Sequence[Outcome], ks: Iterable[int]) -> dic
 
 
 def truncated_accuracy(trajectories: Iterable[Trajectory], judgements: Iterable[Judgement],
-                       ks: Iterable[int] = CUT_POINTS) -> dict[int, float]:
+                       ks: Iterable[int]) -> dict[int, float]:
     """Accuracy if every trajectory had been cut after k executed tool calls, for each k (unrounded)."""
     outcomes = [outcome_of(t, j) for t, j in pair_by_unit(trajectories, judgements)]
     return truncated_accuracy_of(outcomes, ks)
 
 
 def accuracy_added(accuracy_at: dict[int, float], low: int, high: int) -> float | None:
-    """Accuracy gained by the calls in (low, high]; None when either cut point was not computed."""
-    if low not in accuracy_at or high not in accuracy_at:
+    """Accuracy gained by the calls in (low, high]; None when either cut point was not computed. k = 0 needs
+    no computing: without a call there is no recommendation, so accuracy there is 0."""
+    at = {0: 0.0, **accuracy_at}
+    if low not in at or high not in at:
         return None
-    return accuracy_at[high] - accuracy_at[low]
+    return at[high] - at[low]
+
+
+def last_calls(accuracy_at: dict[int, float]) -> dict[str, Any]:
+    """{"low", "high", "value"}: the accuracy added by calls low+1..high, the last quarter of the budget (from
+    0 when the budget has one cut point; low = high = 0 and value None without cut points)."""
+    ks = sorted(accuracy_at)
+    if not ks:
+        return {"low": 0, "high": 0, "value": None}
+    low, high = (ks[-2] if len(ks) > 1 else 0), ks[-1]
+    added = accuracy_added(accuracy_at, low, high)
+    return {"low": low, "high": high, "value": None if added is None else round4(added)}
 
 
 def cap_reached(outcomes: Sequence[Outcome]) -> int:
@@ -63,14 +84,15 @@ def budget_section(episodes: Sequence[Episode]) -> dict[str, Any]:
     budgets = sorted({b for e in episodes if isinstance(b := e.traj.unit.get("budget"), int)})
     budget = max(budgets) if budgets else None
     outcomes = [e.outcome for e in episodes]
-    accuracy_at = truncated_accuracy_of(outcomes, cut_points_for(budget, CUT_POINTS))
-    added = accuracy_added(accuracy_at, 75, 100)
+    cut_points = cut_points_for(budget)
+    accuracy_at = truncated_accuracy_of(outcomes, cut_points)
     capped = cap_reached(outcomes)
     return {
         "budget": budget,
         "budgets": budgets,
         "cap_reached_count": capped,
         "cap_reached_rate": rate(capped, len(evaluated_episodes(episodes))),
+        "cut_points": cut_points,
         "accuracy_if_cut_at": {str(k): round4(v) for k, v in accuracy_at.items()},
-        "accuracy_added_by_calls_76_100": None if added is None else round4(added),
+        "accuracy_added_by_last_calls": last_calls(accuracy_at),
     }

@@ -1,6 +1,7 @@
 """`python -m ecab.reduce compare runs/a runs/b ...`: the paper's tables for many runs, as Markdown and CSV.
 
-- Table 3: accuracy (95% CI), rubric satisfaction (95% CI), finish rate, average tool calls.
+- Table 3: accuracy (95% CI), rubric satisfaction (95% CI), finish rate, average tool calls, the share of
+  episodes that reached the call cap and the share of each termination that occurred.
 - Table 4: rubric satisfaction by requirement source (95% CI).
 - Table 7: accuracy by number of implicit query requirements (0-1, 2, 3+).
 - Table 8: interaction behaviour (calls to key tools, first ask_user position, ask share, profile reads).
@@ -10,17 +11,24 @@ Rows come in the order the runs were given. A row is named by the run's model; r
 several budgets get "model @<budget>", and any remaining clash the run folder's name. Each run's
 summary.json is read as is; a run without one (or with one from before the variance analysis) is reduced
 first. Markdown shows rates as percentages; CSV keeps fractions (4 dp) with the interval in extra columns.
+
+Runs of different task sets (manifest task_set_hash, or the tasks themselves) are flagged by a warning line
+at the top and in compare.json (`task_sets`), and the paired accuracy deltas against the first run use only
+the tasks both ran (paired.py: Newcombe's paired interval).
 """
 from __future__ import annotations
 
 import csv
 import io
+import json
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ecab.reduce import reduce_run
+from ecab.reduce.paired import paired_delta, task_accuracies, task_sets
 from ecab.reduce.plots import COMPARE_PLOTS, render_compare_plots
 from ecab.reduce.report import num, pct, table
+from ecab.reduce.rows import run_row, shown_terminations
 from ecab.runs import RunFolder
 from ecab.schema import INFO_SOURCES
 
@@ -100,17 +108,39 @@ class Table:
 
 
 def table3(runs: Labeled) -> Table:
-    t = Table("table3", "Table 3: main results (95% bootstrap CI over tasks)",
-              ("model", "evaluated", "accuracy", "rubric satisfaction", "finish rate", "avg tool calls"))
-    for label, s in runs:
+    rows = [run_row(s) for _, s in runs]
+    ends = shown_terminations(rows)          # a column per termination that occurred in some run
+    t = Table("table3", "Table 3: main results (95% CI over tasks; summary.md names each interval's method)",
+              ("model", "evaluated", "accuracy", "rubric satisfaction", "finish rate", "avg tool calls",
+               "reached cap", *[f"ended {pretty(e)}" for e in ends]))
+    for (label, s), row in zip(runs, rows):
         acc, sat = _ci(s, "accuracy"), _ci(s, "rubric_satisfaction")
+        shares = row["termination_shares"]
         t.add([label, s["evaluated_samples"], _with_ci(s["overall_accuracy"], acc),
                _with_ci(s["overall_rubric_satisfaction"], sat), pct(s["prediction_finished_rate"]),
-               num(s["avg_tool_calls"], 1)],
+               num(s["avg_tool_calls"], 1), pct(row["cap_reached_rate"]), *[pct(shares.get(e)) for e in ends]],
               {"model": label, "evaluated": s["evaluated_samples"],
                **_csv_ci("accuracy", s["overall_accuracy"], acc),
                **_csv_ci("rubric_satisfaction", s["overall_rubric_satisfaction"], sat),
-               "finish_rate": s["prediction_finished_rate"], "avg_tool_calls": s["avg_tool_calls"]})
+               "finish_rate": s["prediction_finished_rate"], "avg_tool_calls": s["avg_tool_calls"],
+               "cap_reached_rate": row["cap_reached_rate"], **{f"ended_{e}": shares.get(e) for e in ends}})
+    return t
+
+
+def pretty(name: str) -> str:
+    return name.replace("_", " ")
+
+
+def delta_table(labels: Sequence[str], deltas: Sequence[dict[str, Any]]) -> Table:
+    """Each run's accuracy minus the first run's, on the tasks both ran."""
+    t = Table("deltas", f"Paired accuracy deltas vs {labels[0]} (shared tasks; Newcombe 95% CI)",
+              ("model", "shared tasks", "accuracy delta"))
+    for label, d in zip(labels[1:], deltas):
+        text = "n/a" if d["value"] is None else \
+            f"{d['value'] * 100:+.1f} pts [{d['low'] * 100:+.1f}, {d['high'] * 100:+.1f}]"
+        t.add([label, d["shared_tasks"], text],
+              {"model": label, "shared_tasks": d["shared_tasks"], "accuracy_delta": d["value"],
+               "accuracy_delta_ci_low": d["low"], "accuracy_delta_ci_high": d["high"]})
     return t
 
 
@@ -174,26 +204,39 @@ TABLES: tuple[Callable[[Labeled], Table], ...] = (table3, table4, table7, table8
 
 def compare_runs(run_dirs: Sequence[str | Path], out_dir: str | Path = DEFAULT_OUT, *, rebuild: bool = False,
                  plots: bool = True) -> dict[str, Any]:
-    """Write table{3,4,7,8,9}.md/.csv, compare.md and (unless plots=False) plots/*.png into out_dir.
+    """Write table{3,4,7,8,9}.md/.csv, deltas.md/.csv (two or more runs), compare.md, compare.json and (unless
+    plots=False) plots/*.png into out_dir.
 
-    Returns {"labels", "tables": {name: Table}, "markdown", "plots": [paths]}.
+    Returns {"labels", "tables": {name: Table}, "markdown", "plots": [paths], "task_sets", "paired_deltas"}.
     """
     if not run_dirs:
         raise ValueError("compare needs at least one run folder")
     run_dirs = [Path(d) for d in run_dirs]
     summaries = [load_summary(d, rebuild=rebuild, plots=plots) for d in run_dirs]
     runs = list(zip(row_labels(run_dirs, summaries), summaries))
+    labels = [label for label, _ in runs]
+    sets = task_sets(run_dirs)
+    baseline = task_accuracies(run_dirs[0])
+    deltas = [{"model": label, **paired_delta(task_accuracies(d), baseline)}
+              for label, d in zip(labels[1:], run_dirs[1:])]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tables = {t.name: t for t in (make(runs) for make in TABLES)}
+    if deltas:
+        tables["deltas"] = delta_table(labels, deltas)
     for t in tables.values():
         (out / f"{t.name}.md").write_text(t.markdown(), encoding="utf-8")
         (out / f"{t.name}.csv").write_text(t.csv(), encoding="utf-8")
     sources = "\n".join(f"- {label}: `{d}`" for (label, _), d in zip(runs, run_dirs))
-    markdown = "\n".join(["# Run comparison", "", sources, "", *(t.markdown() for t in tables.values())])
+    warning = [f"**{sets['warning']}**", ""] if sets["warning"] else []
+    markdown = "\n".join(["# Run comparison", "", *warning, sources, "", *(t.markdown() for t in tables.values())])
+    (out / "compare.json").write_text(json.dumps(
+        {"labels": labels, "runs": [str(d) for d in run_dirs], "task_sets": sets,
+         "paired_deltas_baseline": labels[0], "paired_deltas": deltas}, indent=2) + "\n", encoding="utf-8")
     paths: list[Path] = []
     if plots:
         paths = render_compare_plots(runs, out / "plots")
         markdown += "\n## Plots\n" + "\n".join(f"![{p[:-4]}](plots/{p})" for p in COMPARE_PLOTS) + "\n"
     (out / "compare.md").write_text(markdown, encoding="utf-8")
-    return {"labels": [label for label, _ in runs], "tables": tables, "markdown": markdown, "plots": paths}
+    return {"labels": labels, "tables": tables, "markdown": markdown, "plots": paths, "task_sets": sets,
+            "paired_deltas": deltas}

@@ -2,7 +2,9 @@
 
 Every chart reads summary dicts, never trajectories, so `python -m ecab.reduce runs/<name>` rebuilds them
 from summary data it has just recomputed, and `compare` from the runs' summary.json files. Rates are shown
-as percentages; error bars are the 95% bootstrap intervals of summary["variance"].
+as percentages; error bars are the 95% intervals of summary["variance"] (variance.py: Wilson or a bootstrap
+over tasks). `plot_accuracy_lines` draws accuracy against a numeric setting for the budget study
+(ecab/study.py) and the sweep table (sweep.py).
 """
 from __future__ import annotations
 
@@ -119,7 +121,7 @@ def plot_satisfaction_by_source(summary: dict[str, Any], path: Path) -> Path:
 
 
 def plot_accuracy_by_intent(summary: dict[str, Any], path: Path) -> Path:
-    title = f"Accuracy by intent ({_model_label(summary)}), 95% bootstrap CI"
+    title = f"Accuracy by intent ({_model_label(summary)}), 95% CI"
     groups = {i: g for i, g in summary["by_intent"].items() if g["evaluated_samples"]}
     if not groups:
         return _empty(path, title, "no evaluated episodes")
@@ -219,7 +221,7 @@ def plot_compare_accuracy(runs: Labeled, path: Path) -> Path:
     ax.set_xticks(range(len(runs)), labels, rotation=20 if len(runs) > 4 else 0, ha="right" if len(runs) > 4
                   else "center")
     return _finish_share_chart(fig, ax, path, top=1.12, ylabel="Accuracy (%)",
-                               title="Accuracy per run (95% bootstrap CI)")
+                               title="Accuracy per run (95% CI)")
 
 
 def plot_compare_sources(runs: Labeled, path: Path) -> Path:
@@ -335,3 +337,36 @@ def render_compare_plots(runs: Labeled, out_dir: str | Path) -> list[Path]:
             plot_compare_intents(runs, out / COMPARE_PLOTS[2]),
             plot_compare_budget(runs, out / COMPARE_PLOTS[3]),
             plot_compare_first_ask(runs, out / COMPARE_PLOTS[4])]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Accuracy against a numeric setting (budget study, sweep table)
+# ---------------------------------------------------------------------------------------------------------
+
+def plot_accuracy_lines(lines: Sequence[dict[str, Any]], path: Path, *, xlabel: str, title: str) -> Path:
+    """One line per entry of `lines`: {"label", "x": [...], "y": [...], and optionally "low"/"high" (error
+    bars; None where unknown) and "dashed" (a derived curve, e.g. truncation)}."""
+    drawn = [line for line in lines if line["x"]]
+    if not drawn:
+        return _empty(path, title, "no finished runs")
+    fig, ax = _figure((7.6, 4.4))
+    colors = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, line in enumerate(drawn):
+        x, y = np.asarray(line["x"], dtype=float), np.asarray(line["y"], dtype=float)
+        lows, highs = line.get("low"), line.get("high")
+        err = None
+        if lows is not None and highs is not None:
+            err = np.array([[max(0.0, v - lo) if lo is not None else 0.0 for v, lo in zip(y, lows)],
+                            [max(0.0, hi - v) if hi is not None else 0.0 for v, hi in zip(y, highs)]])
+        ax.errorbar(x, y, yerr=err, capsize=4, marker="x" if line.get("dashed") else "o",
+                    linestyle="--" if line.get("dashed") else "-", color=colors[i % len(colors)],
+                    alpha=0.75 if line.get("dashed") else 1.0, label=line["label"])
+    ax.set_ylim(0, 1.05)
+    ax.set_xlim(left=0)
+    _percent_axis(ax.yaxis)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("Accuracy (%)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return _save(fig, path)

@@ -8,11 +8,13 @@ config.yaml (catalog, cache_dir) are read from the run folder. The judge section
 command line (`judge=llm judge.model=gpt-5-mini ...`, composed from conf/judge/ like any override);
 other overrides (e.g. `cache_dir=...`) replace the run's value. Verdicts go to verdicts.<judge>.jsonl.gz (the
 previous judge's file is kept) and the manifest names that judge active and records it and its cost;
-summary.json / summary.md are rebuilt with ecab.reduce.reduce_run.
+summary.json / summary.md are rebuilt with ecab.reduce.reduce_run, and the command ends by rebuilding
+report.html (ecab.view.refresh_report).
 """
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import time
 from dataclasses import dataclass
@@ -122,6 +124,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{judge.get('cache_hits', 0)}, cost ${judge.get('cost_usd', 0)}")
     from ecab.runs import RunFolder
     print(f"wrote {RunFolder(args.run_dir).verdicts_path}, summary.json, summary.md")
+    # The report follows the new verdicts (one warning line if it cannot). ecab.view is a layer above
+    # reduce: named here, not imported (docs/architecture.md §1).
+    importlib.import_module("ecab.view").refresh_report(args.run_dir)
     return 0
 
 

@@ -87,6 +87,14 @@ def original_sections(s: dict[str, Any]) -> list[str]:
     return lines
 
 
+def last_calls_line(budget: dict[str, Any]) -> str:
+    """The accuracy the last quarter of the budget added (budget.py: cut points from the budget)."""
+    last = budget.get("accuracy_added_by_last_calls") or {}
+    if not last.get("high"):
+        return "- Accuracy added by the last calls: n/a (no budget known)"
+    return f"- Accuracy added by calls {last['low'] + 1}-{last['high']}: {pct(last['value'])}"
+
+
 def ecab_sections(s: dict[str, Any]) -> list[str]:
     budget, clar, tok = s["budget"], s["clarification"], s["tokens_and_cost"]
     methods = sorted({m for g in s["by_source"].values() for m in g["methods"]})
@@ -94,7 +102,7 @@ def ecab_sections(s: dict[str, Any]) -> list[str]:
              "## Call budget",
              f"- Budget: {budget['budget']} tool calls",
              f"- Runs reaching the cap: {budget['cap_reached_count']} ({pct(budget['cap_reached_rate'])})",
-             f"- Accuracy added by calls 76-100: {pct(budget['accuracy_added_by_calls_76_100'])}", "",
+             last_calls_line(budget), "",
              *table(("cut after k calls", "accuracy"),
                     [[k, pct(v)] for k, v in budget["accuracy_if_cut_at"].items()]), "",
              "## Clarification",
@@ -120,9 +128,10 @@ def ecab_sections(s: dict[str, Any]) -> list[str]:
               *[f"- {k}: {v}" for k, v in s["review_evidence_failures"].items()], "",
               "## Tokens & cost",
               *table(("", *tok["total"].keys()),
-                     [["total", *tok["total"].values()],
+                     [["total", *[num(v, 6) if k == "cost_usd" else v for k, v in tok["total"].items()]],
                       ["mean per episode", *[num(v, 6 if k == "cost_usd" else 1)
                                              for k, v in tok["mean_per_episode"].items()]]]),
+              *([f"- Cost: {tok['cost']}"] if tok.get("cost") else []),
               "",
               "## Latency",
               *table(("seconds", "mean", "p50", "p95"),
@@ -141,18 +150,29 @@ def _ci_text(ci: dict[str, Any] | None) -> str:
     return f"{pct(ci['estimate'])} [{pct(ci['low'])}, {pct(ci['high'])}]"
 
 
+CI_METHODS = {"wilson": "Wilson", "cluster_bootstrap": "bootstrap over tasks",
+              "wilson_over_tasks": "Wilson over tasks (bootstrap degenerate)"}
+
+
+def _ci_method(ci: dict[str, Any] | None) -> str:
+    """How this interval was made (variance.py's rule); summaries from before it were all bootstrap."""
+    if not ci or ci.get("estimate") is None:
+        return ""
+    return CI_METHODS.get(ci.get("method") or "cluster_bootstrap", str(ci.get("method")))
+
+
 def variance_sections(s: dict[str, Any]) -> list[str]:
     v = s.get("variance")
     if not v:
         return []
-    rows = [["overall accuracy", _ci_text(v["accuracy"])], ["overall rubric satisfaction",
-                                                           _ci_text(v["rubric_satisfaction"])]]
-    rows += [[f"satisfaction, source {name}", _ci_text(ci)] for name, ci in v["by_source"].items()]
-    rows += [[f"accuracy, intent {name}", _ci_text(g["accuracy"])] for name, g in v["by_intent"].items()]
-    rows += [[f"satisfaction, intent {name}", _ci_text(g["rubric_satisfaction"])]
-             for name, g in v["by_intent"].items()]
-    lines = [f"## Confidence intervals ({v['level']:.0%}, bootstrap over {v['tasks']} tasks, "
-             f"{v['resamples']} resamples, seed {v['seed']})", *table(("statistic", "estimate [low, high]"), rows), ""]
+    named = [("overall accuracy", v["accuracy"]), ("overall rubric satisfaction", v["rubric_satisfaction"])]
+    named += [(f"satisfaction, source {name}", ci) for name, ci in v["by_source"].items()]
+    named += [(f"accuracy, intent {name}", g["accuracy"]) for name, g in v["by_intent"].items()]
+    named += [(f"satisfaction, intent {name}", g["rubric_satisfaction"]) for name, g in v["by_intent"].items()]
+    rows = [[name, _ci_text(ci), _ci_method(ci)] for name, ci in named]
+    lines = [f"## Confidence intervals ({v['level']:.0%}, {v['tasks']} tasks; bootstrap: {v['resamples']} "
+             f"resamples, seed {v['seed']})", *table(("statistic", "estimate [low, high]", "method"), rows),
+             f"Method: {v['method']}.", ""]
     if v["max_scored_trials_per_task"] > 1:
         flips = v["flips"]
         lines += ["## Trials", *table(("k", "pass^k", "tasks"),

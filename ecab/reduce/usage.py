@@ -55,6 +55,25 @@ def tokens_and_cost(episodes: Sequence[Episode]) -> dict[str, Any]:
     return out
 
 
+COST_UNKNOWN = ("unknown: the agent's endpoint or model id differs from its YAML and no prices were given "
+                "(model.price_per_million.input=..., output=...)")
+
+
+def mark_cost_unknown(section: dict[str, Any]) -> dict[str, Any]:
+    """The agents' cost as unknown (None, with the reason) when the run had no price table for them
+    (manifest `agent_prices: unknown`, docs/decisions.md#run-names): $0 would read as free. The judge's cost
+    stays, it is priced separately."""
+    def unknown(usage: dict[str, Any]) -> None:
+        for part in ("total", "mean_per_episode"):
+            if isinstance(usage.get(part), dict) and "cost_usd" in usage[part]:
+                usage[part]["cost_usd"] = None
+    unknown(section)
+    for usage in (section.get("by_model") or {}).values():
+        unknown(usage)
+    section["cost"] = COST_UNKNOWN
+    return section
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Latency, retries and tool errors
 # ---------------------------------------------------------------------------------------------------------

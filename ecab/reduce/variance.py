@@ -1,10 +1,16 @@
 """How much the headline numbers would move with another draw of tasks or another trial.
 
-- Confidence intervals: a percentile bootstrap that resamples *tasks*. Every trial of a task travels with
-  its task (a cluster bootstrap), because trials of one task are not independent draws. Each statistic is
-  a ratio of sums (correct / scored episodes, satisfied / scored rubrics), so a task contributes its
-  numerator and denominator and a resample is sum(num) / sum(den). The generator is a seeded numpy
-  Generator: the same run gives the same intervals on every re-reduce.
+- Confidence intervals (`interval`; formulas in intervals.py). Each statistic is a ratio of sums over tasks
+  (correct / scored episodes, satisfied / scored rubrics): a task contributes a numerator and a denominator.
+  * Every task contributes at most one unit (accuracy with one trial per task): the units are independent, so
+    the Wilson score interval of the proportion ("wilson").
+  * Otherwise (several trials per task, rubric satisfaction) the units of a task are not independent draws:
+    a percentile bootstrap that resamples *tasks*, every unit travelling with its task ("cluster_bootstrap");
+    a resample is sum(num) / sum(den). The generator is a seeded numpy Generator: the same run gives the same
+    intervals on every re-reduce.
+  * A bootstrap interval of zero width (every task at 0% or at 100%, or a single task) says nothing: it is
+    replaced by a Wilson interval over the tasks, the estimate times the number of tasks as successes
+    ("wilson_over_tasks"). No interval is ever [0, 0] or [1, 1].
 - pass^k (tau-bench): for a task with n scored trials of which c are correct, the chance that k trials
   drawn without replacement are all correct is C(c,k) / C(n,k); pass^k is its mean over tasks with n >= k.
 - Flip rate: the share of tasks with two or more scored trials whose outcomes disagree.
@@ -17,11 +23,16 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from ecab.reduce.episodes import Episode, RubricResult, scored_episodes
+from ecab.reduce.intervals import wilson_interval
 from ecab.schema import INFO_SOURCES
 
 RESAMPLES = 1000
 LEVEL = 0.95
 SEED = 0
+METHOD = ("Wilson score interval when every task has at most one scored unit (accuracy with one trial per "
+          "task); otherwise a percentile bootstrap resampling tasks (all trials of a task together), replaced "
+          "by a Wilson interval over tasks when the bootstrap has zero width (0%, 100%, one task); each "
+          "interval's own `method` says which")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -52,6 +63,25 @@ def bootstrap_ratio_ci(numerators: Sequence[float], denominators: Sequence[float
     low, high = np.percentile(ratios, [tail, 100 - tail])
     return {"estimate": round(estimate, 4), "low": round(float(low), 4), "high": round(float(high), 4),
             "clusters": clusters}
+
+
+def interval(numerators: Sequence[float], denominators: Sequence[float], *, resamples: int = RESAMPLES,
+             level: float = LEVEL, seed: int = SEED) -> dict[str, Any]:
+    """The interval of sum(num)/sum(den) over tasks (one entry each) by the rule of the module docstring:
+    {"estimate", "low", "high", "clusters", "method"}; all None (method too) without a scored unit."""
+    clusters = sum(1 for d in denominators if d > 0)
+    if clusters == 0:
+        return {"estimate": None, "low": None, "high": None, "clusters": 0, "method": None}
+    successes, units = float(sum(numerators)), float(sum(denominators))
+    if all(d <= 1 for d in denominators):
+        low, high = wilson_interval(successes, units, level)
+        return {"estimate": round(successes / units, 4), "low": round(low, 4), "high": round(high, 4),
+                "clusters": clusters, "method": "wilson"}
+    ci = bootstrap_ratio_ci(numerators, denominators, resamples=resamples, level=level, seed=seed)
+    if ci["low"] < ci["high"]:
+        return {**ci, "method": "cluster_bootstrap"}
+    low, high = wilson_interval(successes / units * clusters, clusters, level)
+    return {**ci, "low": round(low, 4), "high": round(high, 4), "method": "wilson_over_tasks"}
 
 
 def pass_hat_k(counts: Iterable[tuple[int, int]]) -> dict[int, dict[str, Any]]:
@@ -101,9 +131,9 @@ def satisfaction_clusters(groups: dict[str, list[Episode]],
 
 def variance_section(episodes: Sequence[Episode], *, resamples: int = RESAMPLES, level: float = LEVEL,
                      seed: int = SEED) -> dict[str, Any]:
-    """Bootstrap CIs (overall, by source, by intent), pass^k and the flip rate of a run."""
+    """CIs (overall, by source, by intent; `interval`), pass^k and the flip rate of a run."""
     def ci(pair: tuple[list[int], list[int]]) -> dict[str, Any]:
-        return bootstrap_ratio_ci(*pair, resamples=resamples, level=level, seed=seed)
+        return interval(*pair, resamples=resamples, level=level, seed=seed)
 
     groups = _by_task(episodes)
     present = {r.source for e in episodes for r in e.rubrics}
@@ -112,7 +142,7 @@ def variance_section(episodes: Sequence[Episode], *, resamples: int = RESAMPLES,
     scored_by_task = [scored_episodes(g) for g in groups.values()]
     trials_per_task = max((len(s) for s in scored_by_task), default=0)
     return {
-        "method": "percentile bootstrap resampling tasks (all trials of a task together)",
+        "method": METHOD,
         "resamples": resamples, "level": level, "seed": seed,
         "tasks": len(groups),
         "max_scored_trials_per_task": trials_per_task,

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ecab.reduce.episodes import Episode, join_episodes
+from ecab.core.unit import unit_key
+from ecab.reduce.episodes import Episode, join_episodes, rubric_result
+from ecab.reduce.outcome import Outcome, is_excluded, outcome_of, pair_by_unit, recommend_index
 from ecab.reduce.usage import episode_model, episode_usage
 from ecab.schema import Judgement, Task, Trajectory
 from ecab.view.timeline import build_timeline, where_learned
@@ -17,12 +19,14 @@ from ecab.view.timeline import build_timeline, where_learned
 ROW_COLUMNS = ("task", "trial", "model", "intent", "category", "outcome", "exact", "termination", "calls", "asks",
                "profile_reads", "failed", "rubrics", "failed_sources", "failed_types", "tokens", "cost", "wall_s",
                "recommended")
-OUTCOMES = ("correct", "wrong", "unscored", "runtime_error")
+OUTCOMES = ("correct", "wrong", "unscored", "runtime_error", "pending")
 
 
 def outcome_label(e: Episode) -> str:
     if e.outcome.excluded:
         return "runtime_error"
+    if e.judgement is None:
+        return "pending"      # a run in progress: its judge stage has not run yet
     return {True: "correct", False: "wrong", None: "unscored"}[e.outcome.correct]
 
 
@@ -88,3 +92,21 @@ def run_episodes(tasks: dict[str, Task], trajectories: Sequence[Trajectory],
                  judgements: Sequence[Judgement]) -> list[Episode]:
     """The run's episodes in unit order, joined as reduce joins them."""
     return join_episodes(tasks, trajectories, judgements)
+
+
+def partial_episodes(tasks: dict[str, Task], trajectories: Sequence[Trajectory],
+                     judgements: Sequence[Judgement]) -> list[Episode]:
+    """A run in progress: every recorded episode in unit order, judged or not yet (reduce's join insists on a
+    judgement for each, which a run only has at its end). A record of a task not in the task set is left out."""
+    episodes = []
+    for traj, judgement in pair_by_unit(trajectories, judgements):
+        task = tasks.get(unit_key(traj.unit, traj.id)[0])
+        if task is None:
+            continue
+        if judgement is not None or is_excluded(traj, None):
+            outcome = outcome_of(traj, judgement)
+        else:
+            outcome = Outcome(traj.termination, False, None, recommend_index(traj))
+        verdicts = judgement.verdicts if judgement is not None and not outcome.excluded else []
+        episodes.append(Episode(task, traj, judgement, outcome, tuple(rubric_result(task, v) for v in verdicts)))
+    return episodes

@@ -3,6 +3,8 @@
 A run becomes two parts: `main` (the run page and the episode list: summary cards and tables, plots, the
 task-set audit, provenance, the tasks, one row per episode) which the page decodes at load, and `details`
 (one record per episode: timeline, verdicts, products) which it decodes only when an episode is opened.
+A run in progress (status.py) has no summary yet: its page shows the episodes recorded so far, unjudged
+("pending") until its judge stage runs, and reading it writes nothing into its folder.
 """
 from __future__ import annotations
 
@@ -12,14 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ecab.reduce.compare import load_summary
 from ecab.reduce.episodes import Episode
 from ecab.runs import RunFolder
-from ecab.schema import Task
+from ecab.schema import FormatError, Judgement, Task
 from ecab.view import products, run_page
-from ecab.view.episodes import OUTCOMES, ROW_COLUMNS, episode_detail, episode_row, run_episodes
+from ecab.view.episodes import (OUTCOMES, ROW_COLUMNS, episode_detail, episode_row, partial_episodes,
+                                run_episodes)
+from ecab.view.status import RunStatus, config_of, run_status
 
 AUDIT_KEYS = ("status", "source", "headline", "reason", "query_singles_out", "load_bearing", "match_query_median",
               "tasks", "structural_picks", "review_opinion")
@@ -32,6 +34,7 @@ class LoadedRun:
     episodes: list[Episode]
     main: dict[str, Any]
     details: list[dict[str, Any]]
+    status: RunStatus
 
 
 def image_uri(path: Path) -> str:
@@ -61,14 +64,8 @@ def task_view(task: Task) -> dict[str, Any]:
 
 
 def _config(folder: RunFolder) -> tuple[str, dict[str, Any]]:
-    if not folder.config_path.is_file():
-        return "", {}
-    text = folder.config_path.read_text(encoding="utf-8")
-    try:
-        parsed = yaml.safe_load(text)
-    except yaml.YAMLError:
-        parsed = None
-    return text, parsed if isinstance(parsed, dict) else {}
+    text = folder.config_path.read_text(encoding="utf-8") if folder.config_path.is_file() else ""
+    return text, config_of(folder)
 
 
 def _audit(summary: dict[str, Any], manifest: dict[str, Any]) -> dict[str, Any] | None:
@@ -88,12 +85,37 @@ def _recommended_products(episodes: list[Episode], catalog_dir: Path | None) -> 
     return {}, "the agents' tool results (the run's catalog is not on this machine)"
 
 
+def _judgements_so_far(folder: RunFolder) -> list[Judgement]:
+    """The verdicts of a run in progress: none until its judge stage wrote them."""
+    try:
+        path = folder.verdicts_path
+    except FormatError:
+        return []
+    return folder.read_verdicts() if path.is_file() else []
+
+
+def _episodes(folder: RunFolder) -> tuple[dict[str, Any], list[Episode], dict[str, Any] | None, RunStatus]:
+    """(manifest, episodes, summary, status). A finished run as reduce reads it (its summary re-reduced
+    when outdated); a run in progress from what it has recorded so far, with no summary and nothing written."""
+    if not folder.path.is_dir():
+        raise FormatError("run folder not found", path=folder.path)
+    manifest = folder.load_manifest()
+    tasks = folder.read_tasks(manifest)
+    latest = list(folder.latest_trajectories().values())
+    status = run_status(folder, done=sum(t.termination != "infra_error" for t in latest))
+    if not status.finished:
+        return manifest, partial_episodes(tasks, latest, _judgements_so_far(folder)), None, status
+    summary = load_summary(folder.path)     # may re-reduce, which rewrites nothing the episodes are read from
+    episodes = run_episodes(tasks, folder.read_trajectories(), folder.read_verdicts())
+    return manifest, episodes, summary, status
+
+
 def load_run(path: str | Path, *, catalog_dir: str | Path | None = None) -> LoadedRun:
-    """Read a finished run folder (reduced first if it has no summary yet) into its report data."""
+    """Read a run folder into its report data: a finished run (reduced first if its summary is outdated) or
+    one in progress (the episodes recorded so far; the page says how far it has got)."""
     folder = RunFolder(path)
-    summary = load_summary(folder.path)
-    manifest, tasks, trajectories, judgements = folder.load()
-    episodes = run_episodes(tasks, trajectories, judgements)
+    manifest, episodes, summary, status = _episodes(folder)
+    tasks = {e.task.id: e.task for e in episodes}
     config_text, config = _config(folder)
     catalog = Path(catalog_dir) if catalog_dir else products.catalog_path(config, manifest)
     records, product_source = _recommended_products(episodes, catalog)
@@ -104,17 +126,23 @@ def load_run(path: str | Path, *, catalog_dir: str | Path | None = None) -> Load
         pid = e.traj.recommended_id
         detail["recommended_product"] = (records.get(pid) or products.from_tool_results(e.traj, pid)) if pid else None
         details.append(detail)
-    used = {e.task.id for e in episodes}
+    rows = [episode_row(e) for e in episodes]
+    if summary is None:     # in progress: what the recorded episodes already say, no summary yet
+        summary = {"model": manifest.get("model") or next((e.traj.model for e in episodes if e.traj.model), None)}
+        cards, tables = run_page.progress_cards(status, rows), run_page.progress_tables(rows)
+        plots: list[dict[str, str]] = []
+    else:
+        cards, tables, plots = run_page.headline(summary), run_page.tables(summary), embedded_plots(folder.plots_dir)
     main = {
         "name": folder.path.name, "path": str(folder.path), "model": summary.get("model"),
-        "cards": run_page.headline(summary), "tables": run_page.tables(summary),
+        "status": status.to_dict(), "cards": cards, "tables": tables,
         "audit": _audit(summary, manifest), "provenance": run_page.provenance(manifest, summary),
-        "plots": embedded_plots(folder.plots_dir), "config": config_text,
-        "tasks": {tid: task_view(t) for tid, t in tasks.items() if tid in used},
-        "columns": list(ROW_COLUMNS), "outcomes": list(OUTCOMES), "rows": [episode_row(e) for e in episodes],
+        "plots": plots, "config": config_text,
+        "tasks": {tid: task_view(t) for tid, t in tasks.items()},
+        "columns": list(ROW_COLUMNS), "outcomes": list(OUTCOMES), "rows": rows,
         "system_prompts": list(prompts), "product_source": product_source,
     }
-    return LoadedRun(folder.path, summary, episodes, main, details)
+    return LoadedRun(folder.path, summary, episodes, main, details, status)
 
 
 def to_json(value: Any) -> str:

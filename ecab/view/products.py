@@ -17,9 +17,28 @@ PRODUCT_KEYS = ("product_id", "title", "main_category", "store", "average_rating
                 "features", "description", "details")
 
 
+def display_value(value: Any) -> Any:
+    """A detail value as the comparison table shows it in one cell: a nested mapping (Amazon's "Best Sellers
+    Rank": {category: rank}) as "key: value; ..." and a list of them item by item, so the page never prints
+    a JavaScript object as "[object Object]". Strings, numbers and flat lists stay as they are."""
+    if isinstance(value, dict):
+        return "; ".join(f"{k}: {_cell(v)}" for k, v in value.items())
+    if isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
+        return [_cell(v) for v in value]
+    return value
+
+
+def _cell(value: Any) -> str:
+    shown = display_value(value)
+    return ", ".join(map(str, shown)) if isinstance(shown, list) else str(shown)
+
+
 def product_view(product: Product | dict[str, Any]) -> dict[str, Any]:
     data = product.to_dict() if isinstance(product, Product) else product
-    return {k: data.get(k) for k in PRODUCT_KEYS if data.get(k) not in (None, "", [], {})}
+    view = {k: data.get(k) for k in PRODUCT_KEYS if data.get(k) not in (None, "", [], {})}
+    if isinstance(view.get("details"), dict):
+        view["details"] = {k: display_value(v) for k, v in view["details"].items()}
+    return view
 
 
 def catalog_path(run_config: dict[str, Any], manifest: dict[str, Any]) -> Path | None:

@@ -7,9 +7,11 @@ before some section existed simply lacks that table.
 """
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, Callable
 
 from ecab.reduce.report import num, pct
+from ecab.view.episodes import ROW_COLUMNS
 
 Table = dict[str, Any]
 
@@ -56,7 +58,7 @@ def headline(s: dict[str, Any]) -> list[dict[str, Any]]:
                       "note": f"over {pass_k[top]['tasks']} tasks; flip rate "
                               f"{pct(((s.get('variance') or {}).get('flips') or {}).get('rate'))}"})
     cost = ((s.get("tokens_and_cost") or {}).get("total") or {})
-    cards.append({"label": "cost", "value": f"${cost.get('cost_usd', 0.0):.4f}",
+    cards.append({"label": "cost", "value": dollars(cost.get("cost_usd", 0.0), 4),
                   "note": f"{cost.get('input_tokens', 0):,} in / {cost.get('output_tokens', 0):,} out tokens"})
     return cards
 
@@ -100,13 +102,22 @@ def by_intent(s: dict[str, Any]) -> Table:
     return _groups("Accuracy by intent (Table 9, 95% CI)", s.get("by_intent") or {}, ci, "intent")
 
 
+def _added_by_last_calls(budget: dict[str, Any]) -> str:
+    """What the last calls of the budget added to accuracy: `accuracy_added_by_last_calls` ({low, high,
+    value}: calls low+1 to high), or the fixed 76-100 window of summaries written before it existed."""
+    last = budget.get("accuracy_added_by_last_calls")
+    if isinstance(last, dict) and last.get("low") is not None and last.get("high") is not None:
+        label, added = f"calls {int(last['low']) + 1}-{int(last['high'])}", last.get("value")
+    else:
+        label, added = "calls 76-100", budget.get("accuracy_added_by_calls_76_100")
+    return f"accuracy added by {label}: {'n/a' if added is None else pct(added)}"
+
+
 def call_budget(s: dict[str, Any]) -> Table:
     budget = s.get("budget") or {}
     rows = [[f"{k} calls", pct(v)] for k, v in (budget.get("accuracy_if_cut_at") or {}).items()]
-    added = budget.get("accuracy_added_by_calls_76_100")
     note = (f"budget {budget.get('budget')}; cap reached {budget.get('cap_reached_count', 0)} episodes "
-            f"({pct(budget.get('cap_reached_rate'))}); accuracy added by calls 76-100: "
-            f"{'n/a' if added is None else pct(added)}")
+            f"({pct(budget.get('cap_reached_rate'))}); {_added_by_last_calls(budget)}")
     return _table("Call budget: accuracy if every trajectory were cut after k calls", ["cut at", "accuracy"],
                   rows, note)
 
@@ -118,14 +129,19 @@ def terminations(s: dict[str, Any]) -> Table:
                   [[t, n, pct(n / total)] for t, n in counts.items()])
 
 
+def dollars(value: float | None, digits: int) -> str:
+    """A cost; None is a cost ecab could not price (an own endpoint without prices: reduce/usage.py)."""
+    return "unknown" if value is None else f"${value:.{digits}f}"
+
+
 def tokens_and_cost(s: dict[str, Any]) -> Table:
     usage = s.get("tokens_and_cost") or {}
 
     def row(scope: str, u: dict[str, Any]) -> list[Any]:
         total, mean = u.get("total") or {}, u.get("mean_per_episode") or {}
         return [scope, u.get("episodes", 0), f"{total.get('input_tokens', 0):,}", f"{total.get('output_tokens', 0):,}",
-                f"{total.get('reasoning_tokens', 0):,}", f"${total.get('cost_usd', 0.0):.4f}",
-                f"${mean.get('cost_usd', 0.0):.6f}"]
+                f"{total.get('reasoning_tokens', 0):,}", dollars(total.get("cost_usd", 0.0), 4),
+                dollars(mean.get("cost_usd", 0.0), 6)]
     rows = [row("all episodes", usage)] if usage else []
     rows += [row(f"model {m}", u) for m, u in (usage.get("by_model") or {}).items()]
     judge = usage.get("judge") or {}
@@ -187,6 +203,29 @@ def tables(s: dict[str, Any]) -> list[Table]:
            call_budget(s), terminations(s), tokens_and_cost(s), interaction(s), latency(s), pass_k(s),
            failure_reasons(s)]
     return [t for t in out if t is not None and t["rows"]]
+
+
+def progress_cards(status: Any, rows: list[list[Any]]) -> list[dict[str, Any]]:
+    """The cards of a run in progress: how far it has got and what its recorded episodes already say (the
+    accuracy waits for the judge, which runs at the end). `rows` are the episode list's rows (ROW_COLUMNS)."""
+    col = {name: k for k, name in enumerate(ROW_COLUMNS)}
+    calls = [row[col["calls"]] for row in rows]
+    cost = sum(row[col["cost"]] or 0.0 for row in rows)
+    return [
+        {"label": "progress", "value": f"{status.done} of {status.total if status.total is not None else '?'}",
+         "note": "episodes recorded; judged and summarized when the run finishes"},
+        {"label": "avg tool calls", "value": num(sum(calls) / len(calls) if calls else None, 1),
+         "note": f"over {len(calls)} recorded episodes"},
+        {"label": "cost so far", "value": f"${cost:.4f}",
+         "note": f"{sum(row[col['tokens']] for row in rows):,} tokens"},
+    ]
+
+
+def progress_tables(rows: list[list[Any]]) -> list[Table]:
+    """The terminations of the episodes recorded so far (the one table a run in progress already has)."""
+    column = ROW_COLUMNS.index("termination")
+    counts = Counter(row[column] for row in rows)
+    return [t for t in [terminations({"terminations": counts})] if t["rows"]]
 
 
 def provenance(manifest: dict[str, Any], summary: dict[str, Any]) -> list[list[str]]:

@@ -17,6 +17,7 @@ from ecab.schema import Task, Trajectory
 
 PROFILE_TOOL = "get_user_profile"
 ASK_TOOL = "ask_user"
+SEARCH_TOOL = "search_products"
 
 
 def _message_turns(messages: list[dict[str, Any]]) -> tuple[str | None, list[dict[str, Any]], list[str]]:
@@ -120,16 +121,24 @@ def build_timeline(traj: Trajectory, task: Task | None) -> dict[str, Any]:
     return {"system": system, "preface": preface, "steps": entries}
 
 
+def _first(steps: list[dict[str, Any]], matches) -> dict[str, Any] | None:
+    return next((s for s in steps if matches(s) and not s.get("is_error")), None)
+
+
 def where_learned(task: Task, rubric_source: str, rubric_id: str, steps: list[dict[str, Any]]) -> dict[str, Any]:
-    """Where the agent could have learned a rubric's requirement, and whether it did: the query (always
-    seen), the profile (read at which call, or never), a clarification slot (revealed at which call, or
-    never: the slot's trigger words were not asked about)."""
+    """Where the agent could have learned a rubric's requirement, and the step where it consulted that source
+    (`call` and `turn`, the page's jump target; None: never consulted): the query (the first search, which
+    acted on it), the profile (the first get_user_profile read), a clarification slot (the ask_user call
+    that revealed it; never: the slot's trigger words were not asked about)."""
     if rubric_source == "persona":
-        reads = [s["call"] for s in steps if s.get("tool") == PROFILE_TOOL and not s.get("is_error")]
-        return {"where": "profile", "call": reads[0] if reads else None}
-    if rubric_source == "clarification":
+        step = _first(steps, lambda s: s.get("tool") == PROFILE_TOOL)
+        where: dict[str, Any] = {"where": "profile"}
+    elif rubric_source == "clarification":
         slot = next((s for s in task.clarification_script.clarification_slots if rubric_id in s.linked_rubric_ids),
                     None)
-        calls = [s["call"] for s in steps if slot is not None and (s.get("reveal") or {}).get("slot") == slot.slot_id]
-        return {"where": "clarification", "slot": slot.slot_id if slot else None, "call": calls[0] if calls else None}
-    return {"where": rubric_source or "query"}
+        step = None if slot is None else _first(steps, lambda s: (s.get("reveal") or {}).get("slot") == slot.slot_id)
+        where = {"where": "clarification", "slot": slot.slot_id if slot else None}
+    else:
+        step = _first(steps, lambda s: s.get("tool") == SEARCH_TOOL)
+        where = {"where": rubric_source or "query"}
+    return {**where, "call": step["call"] if step else None, "turn": step["turn"] if step else None}

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import base64
 import gzip
+import hashlib
 import html
+import re
 import time
 from collections import Counter
 from importlib import resources
@@ -20,13 +22,13 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from ecab.runs import RunFolder
-from ecab.runs.folder import REPORT
 from ecab.view.payload import LoadedRun, embedded_plots, load_run, to_json
 
 CHUNK_BYTES = 1024 * 1024     # JSON per detail chunk (before sharing strings): ms to inflate and parse
 SHARED_MIN = 128              # strings at least this long are stored once per chunk (shared_strings)
 SHARED_KEY = "\u0001"         # the key of a reference to a shared string: {"\u0001": n}
 FORMAT = 1
+COMPARE_NAME_MAX = 120        # characters of a compare report's file name before its hash suffix
 
 
 def asset(name: str) -> str:
@@ -94,16 +96,31 @@ def _element(element_id: str | None, encoding: str, body: str, **attrs: Any) -> 
     return f'<script type="application/x-ecab"{ident} data-enc="{encoding}"{extra}>{body}</script>'
 
 
+def compare_name(run_dirs: Sequence[Path]) -> str:
+    """compare-<a>-vs-<b>[-vs-...].html: named by its runs, so comparing other runs never overwrites it. A
+    long name, or runs from different folders (two runs/x could then share a name), ends in a hash of the
+    runs' full paths instead."""
+    names = [re.sub(r"[^A-Za-z0-9_.=@+-]+", "_", Path(d).resolve().name) for d in run_dirs]
+    stem = "compare-" + "-vs-".join(names)
+    parents = {Path(d).resolve().parent for d in run_dirs}
+    if len(stem) > COMPARE_NAME_MAX or len(parents) > 1:
+        digest = hashlib.sha1("\n".join(str(Path(d).resolve()) for d in run_dirs).encode()).hexdigest()[:10]
+        stem = stem[:COMPARE_NAME_MAX - len(digest) - 1] + "-" + digest
+    return stem + ".html"
+
+
 def default_output(run_dirs: Sequence[Path]) -> Path:
-    """One run: <run>/report.html. Several: compare/report.html beside the first run (where
-    `python -m ecab.reduce compare` writes its tables by default)."""
+    """One run: <run>/report.html. Several: compare/compare-<a>-vs-<b>.html beside the first run (the
+    folder where `python -m ecab.reduce compare` writes its tables by default)."""
     if len(run_dirs) == 1:
         return RunFolder(run_dirs[0]).report_path
-    return run_dirs[0].parent / "compare" / REPORT
+    return run_dirs[0].parent / "compare" / compare_name(run_dirs)
 
 
-def render(runs: Sequence[LoadedRun], *, compress: bool = True, title: str | None = None) -> str:
-    """The report's HTML text."""
+def render(runs: Sequence[LoadedRun], *, compress: bool = True, title: str | None = None,
+           live: str | None = None) -> str:
+    """The report's HTML text. `live`: the version of the data the live server rendered (server.py); the
+    page then polls status.json beside it and reloads when the version changes."""
     blobs: list[str] = []
     main_runs = []
     for r, run in enumerate(runs):
@@ -116,10 +133,14 @@ def render(runs: Sequence[LoadedRun], *, compress: bool = True, title: str | Non
     compare = None
     if len(runs) > 1:
         from ecab.view.compare import compare_section
+        unfinished = [f"{run.path} ({run.status.text()})" for run in runs if not run.status.finished]
+        if unfinished:
+            raise ValueError(f"compare needs finished runs; {', '.join(unfinished)}: view it alone, or compare "
+                             "it when it finishes")
         compare = compare_section([run.path for run in runs], [run.summary for run in runs],
                                   [run.episodes for run in runs], plots=embedded_plots)
     main = {"format": FORMAT, "generated": time.strftime("%Y-%m-%d %H:%M:%S"), "runs": main_runs,
-            "compare": compare}
+            "compare": compare, "live": live}
     encoding, body = encode(to_json(main), compress)
     title = title or "ecab report: " + ", ".join(run.path.name for run in runs)
     page = asset("report.html")
@@ -138,8 +159,13 @@ def write_report(run_dirs: Sequence[str | Path], out: str | Path | None = None, 
     paths = [Path(d) for d in run_dirs]
     runs = [load_run(p, catalog_dir=catalog_dir) for p in paths]
     target = Path(out) if out is not None else default_output(paths)
+    write_atomic(target, render(runs, compress=compress))
+    return target
+
+
+def write_atomic(target: Path, text: str) -> None:
+    """A reader (the browser, the live server) never sees half a page: a temporary name, then a rename."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + ".tmp")
-    tmp.write_text(render(runs, compress=compress), encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8")
     tmp.replace(target)
-    return target

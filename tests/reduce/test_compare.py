@@ -37,12 +37,16 @@ def test_tables_rows_and_csv(two_runs):
     result = compare_runs([full, short], root / "out", plots=False)
     assert result["labels"] == ["m", "m2"]
     t3 = result["tables"]["table3"]
-    assert t3.headers == ["model", "evaluated", "accuracy", "rubric satisfaction", "finish rate", "avg tool calls"]
+    assert t3.headers == ["model", "evaluated", "accuracy", "rubric satisfaction", "finish rate", "avg tool calls",
+                          "reached cap", "ended recommended", "ended invalid recommendation",
+                          "ended budget exhausted", "ended agent error", "ended infra error"]
     assert t3.md_rows[0][:3] == ["m", 6, t3.md_rows[0][2]] and t3.md_rows[0][2].startswith("50.0% [")
     assert t3.md_rows[1][2].startswith("33.3% [")                        # E1 E3 correct of 6
-    assert t3.md_rows[0][4:] == ["66.7%", "38.7"]     # finish rate, avg calls (30+80+10+100+5+7)/6
+    # finish rate, avg calls (30+80+10+100+5+7)/6, cap reached 1 of 6 evaluated, terminations of all 7 episodes
+    assert t3.md_rows[0][4:] == ["66.7%", "38.7", "16.7%", "42.9%", "14.3%", "14.3%", "14.3%", "14.3%"]
     rows = list(csv.DictReader(io.StringIO((root / "out" / "table3.csv").read_text(encoding="utf-8"))))
     assert [r["model"] for r in rows] == ["m", "m2"]
+    assert float(rows[0]["cap_reached_rate"]) == 0.1667 and float(rows[0]["ended_recommended"]) == 0.4286
     assert float(rows[0]["accuracy"]) == 0.5 and float(rows[1]["accuracy"]) == 0.3333
     assert float(rows[0]["accuracy_ci_low"]) <= 0.5 <= float(rows[0]["accuracy_ci_high"])
     assert float(rows[1]["rubric_satisfaction"]) == round(7 / 17, 4)      # one satisfied rubric fewer
@@ -85,3 +89,33 @@ def test_compare_reduces_a_run_without_summary(two_runs):
     (full / "summary.json").unlink(missing_ok=True)
     result = compare_runs([full], root / "out-single", plots=False)
     assert result["labels"] == ["m"] and (full / "summary.json").is_file()
+
+
+def test_same_task_set_gives_paired_deltas_and_no_warning(two_runs):
+    root, full, short = two_runs
+    result = compare_runs([full, short], root / "out-deltas", plots=False)
+    assert result["task_sets"]["same"] and result["task_sets"]["warning"] is None
+    assert "warning" not in result["markdown"]
+    # scored per task, first run: T1 1, T2 1/2, T3 1/2, T4 0; second run T2 0 -> mean 0.5 vs 0.375
+    [delta] = result["paired_deltas"]
+    assert delta["model"] == "m2" and delta["shared_tasks"] == 4 and delta["value"] == -0.125
+    assert delta["low"] < -0.125 < delta["high"] and "Newcombe" in delta["method"]
+    assert "| m2 | 4 | -12.5 pts [" in result["markdown"]
+    saved = json.loads((root / "out-deltas" / "compare.json").read_text(encoding="utf-8"))
+    assert saved["task_sets"]["same"] is True and saved["paired_deltas"][0]["value"] == -0.125
+
+
+def test_different_task_sets_are_flagged_and_deltas_use_shared_tasks(two_runs, tmp_path, capsys):
+    root, full, _ = two_runs
+    tasks, trajectories, judgements = make_run()
+    fewer = write_run_folder(tmp_path / "c", ({k: t for k, t in tasks.items() if k != "T1"},
+                                              [t for t in trajectories if t.id != "T1"],
+                                              [j for j in judgements if j.id != "T1"]))
+    assert cli_main(["compare", str(full), str(fewer), "--out", str(tmp_path / "out"), "--no-plots"]) == 0
+    printed = capsys.readouterr().out
+    assert "warning: the runs' task sets differ" in printed and "3 task(s) are in every run (of 4, 3)" in printed
+    saved = json.loads((tmp_path / "out" / "compare.json").read_text(encoding="utf-8"))
+    assert saved["task_sets"]["same"] is False and saved["task_sets"]["shared_tasks"] == 3
+    assert saved["task_sets"]["warning"].startswith("warning: the runs' task sets differ")
+    # on T2, T3, T4 both runs score 1/2, 1/2, 0: no difference, where all four tasks would give 0.5 vs 0.3333
+    assert saved["paired_deltas"][0]["shared_tasks"] == 3 and saved["paired_deltas"][0]["value"] == 0.0

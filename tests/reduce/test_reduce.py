@@ -20,7 +20,7 @@ import pytest
 
 from ecab.reduce import reduce_run, summarize, truncated_accuracy, write_summary
 from ecab.reduce.__main__ import main as cli_main
-from ecab.reduce.budget import correct_within
+from ecab.reduce.budget import correct_within, cut_points_for
 from ecab.reduce.episodes import join_episodes
 from ecab.reduce.interaction import review_failure_kind, search_depth
 from ecab.reduce.outcome import Outcome
@@ -253,8 +253,9 @@ def test_budget_truncation(summary, run):
     assert summary["budget"] == {
         "budget": 100, "budgets": [100], "cap_reached_count": 1, "cap_reached_rate": 0.1667,
         # correct episodes recommend at calls 10 (E3), 30 (E1), 80 (E2); 6 scored episodes
+        "cut_points": [25, 50, 75, 100],
         "accuracy_if_cut_at": {"25": 0.1667, "50": 0.3333, "75": 0.3333, "100": 0.5},
-        "accuracy_added_by_calls_76_100": 0.1667,
+        "accuracy_added_by_last_calls": {"low": 75, "high": 100, "value": 0.1667},
     }
     assert summary["budget"]["accuracy_if_cut_at"]["100"] == summary["overall_accuracy"]
     tasks, trajectories, judgements = run
@@ -262,12 +263,28 @@ def test_budget_truncation(summary, run):
     assert exact == pytest.approx({10: 1 / 6, 29: 1 / 6, 30: 2 / 6, 80: 3 / 6})
 
 
-def test_budget_below_100_only_cuts_inside_it():
+def test_cut_points_are_the_quarters_of_the_runs_budget():
     tasks, trajectories, judgements = make_run(budget=50)
+    s = summarize(tasks, trajectories, judgements, model="m", judge_model="rules")
+    budget = s["budget"]
+    assert budget["budget"] == 50 and budget["cut_points"] == [13, 25, 38, 50]
+    # correct episodes recommend at calls 10, 30 and 80 (the last beyond this budget); 6 scored episodes
+    assert budget["accuracy_if_cut_at"] == {"13": 0.1667, "25": 0.1667, "38": 0.3333, "50": 0.3333}
+    assert budget["accuracy_added_by_last_calls"] == {"low": 38, "high": 50, "value": 0.0}
+    assert "- Accuracy added by calls 39-50: 0.0%" in render_markdown(s)
+
+
+@pytest.mark.parametrize("budget, cuts", [(10, [3, 5, 8, 10]), (2, [1, 2]), (1, [1]), (7, [2, 4, 5, 7]),
+                                          (None, [])])
+def test_cut_points_for_any_budget(budget, cuts):
+    assert cut_points_for(budget) == cuts
+
+
+def test_a_budget_of_10_gets_a_curve_and_its_last_quarter():
+    tasks, trajectories, judgements = make_run(budget=10)
     budget = summarize(tasks, trajectories, judgements, model="m", judge_model="rules")["budget"]
-    assert budget["budget"] == 50
-    assert list(budget["accuracy_if_cut_at"]) == ["25", "50"]
-    assert budget["accuracy_added_by_calls_76_100"] is None
+    assert budget["accuracy_if_cut_at"] == {"3": 0.0, "5": 0.0, "8": 0.0, "10": 0.1667}   # E3 recommends at 10
+    assert budget["accuracy_added_by_last_calls"] == {"low": 8, "high": 10, "value": 0.1667}
 
 
 def test_correct_within_needs_the_recommendation_inside_the_cut():
@@ -597,10 +614,23 @@ def test_search_depth_counts_queries_and_pages():
 
 def test_summary_md_has_the_new_sections(summary):
     md = render_markdown(summary)
-    for heading in ("## Confidence intervals (95%, bootstrap over 4 tasks", "## Trials", "## Difficulty buckets",
+    for heading in ("## Confidence intervals (95%, 4 tasks; bootstrap: 1000 resamples", "## Trials", "## Difficulty buckets",
                     "By raw rubric count:", "## Interaction behaviour", "## Accuracy given behaviour",
                     "## Failure rate per requirement by source", "## Judge audit", "## Review evidence failures",
                     "![accuracy vs budget](plots/accuracy_vs_budget.png)"):
         assert heading in md, heading
     assert "| overall accuracy | 50.0% [" in md
     assert "  - `T2` trial 0: predicted `P-other`, target `P-T2`" in md
+
+
+def test_an_own_endpoint_without_prices_reports_its_cost_as_unknown_not_free(run, tmp_path):
+    """manifest agent_prices "unknown" (ecab/run.py: an overridden base_url or model id, no prices given): the
+    agents' cost is None with the reason, in summary.json and summary.md, never $0."""
+    run_dir = write_run_folder(tmp_path, run)
+    folder = RunFolder(run_dir)
+    folder.write_manifest({**folder.read_manifest(), "agent_prices": "unknown"})
+    tok = reduce_run(run_dir)["tokens_and_cost"]
+    assert tok["total"]["cost_usd"] is None and tok["mean_per_episode"]["cost_usd"] is None
+    assert all(m["total"]["cost_usd"] is None for m in tok["by_model"].values())
+    assert tok["cost"].startswith("unknown")
+    assert "- Cost: unknown" in (run_dir / "summary.md").read_text(encoding="utf-8")

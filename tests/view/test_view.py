@@ -1,9 +1,6 @@
 """The report's data and command (ecab/view/): what it embeds agrees with the run folder and the summary,
 the compare numbers are paired correctly, the file is self-contained, and the CLI and server work. The
 rendered page itself is tested in a real browser by tests/view/test_view_browser.py."""
-import base64
-import gzip
-import json
 import re
 import urllib.request
 from collections import Counter
@@ -20,32 +17,11 @@ from ecab.view.payload import load_run
 from ecab.view.server import start
 from ecab.view.timeline import build_timeline
 from ecab.view.writer import SHARED_KEY, render, shared_strings, write_report
-
-
-def embedded(html_text: str) -> tuple[dict, dict[tuple[int, int], list]]:
-    """(main data, {(run, chunk): details}) decoded from a report the way the page decodes them."""
-    def decode(encoding: str, body: str):
-        return json.loads(body if encoding == "json" else gzip.decompress(base64.b64decode(body)))
-
-    def unshare(value, strings):
-        if isinstance(value, list):
-            return [unshare(v, strings) for v in value]
-        if isinstance(value, dict):
-            if list(value) == [SHARED_KEY]:
-                return strings[value[SHARED_KEY]]
-            return {k: unshare(v, strings) for k, v in value.items()}
-        return value
-    main = None
-    chunks = {}
-    for attrs, body in re.findall(r'<script type="application/x-ecab"([^>]*)>(.*?)</script>', html_text, re.S):
-        encoding = re.search(r'data-enc="(\w+)"', attrs).group(1)
-        if 'id="ecab-main"' in attrs:
-            main = decode(encoding, body)
-        else:
-            run, chunk = (int(re.search(rf'data-{k}="(\d+)"', attrs).group(1)) for k in ("run", "chunk"))
-            shared = decode(encoding, body)
-            chunks[run, chunk] = unshare(shared["items"], shared["strings"])
-    return main, chunks
+from ecab.view.products import display_value
+from ecab.view.run_page import call_budget
+from ecab.view.writer import compare_name
+from report_data import embedded
+from run_copies import copy_run
 
 
 @pytest.fixture(scope="module")
@@ -245,4 +221,80 @@ def test_default_paths_and_the_line_after_a_run(view_runs, capsys):
     assert path == view_runs["heuristic"] / "report.html" and path.is_file()
     assert capsys.readouterr().out.strip() == f"report: {path}"
     both = write_report([view_runs["heuristic"], view_runs["random"]])
-    assert both == view_runs["heuristic"].parent / "compare" / "report.html"
+    assert both == view_runs["heuristic"].parent / "compare" / "compare-heuristic-vs-random.html"
+
+
+def test_a_second_compare_does_not_overwrite_the_first(view_runs, tmp_path):
+    """Compare reports are named by their runs (issue 29): A vs B, then A vs C, leaves both files."""
+    study = tmp_path / "study"
+    runs = {name: copy_run(view_runs[src], study / name)
+            for name, src in (("a", "heuristic"), ("b", "random"), ("c", "random"))}
+    first = write_report([runs["a"], runs["b"]])
+    second = write_report([runs["a"], runs["c"]])
+    assert (first.name, second.name) == ("compare-a-vs-b.html", "compare-a-vs-c.html")
+    assert first.parent == second.parent == study / "compare" and first.is_file() and second.is_file()
+    assert [r["name"] for r in embedded(first.read_text(encoding="utf-8"))[0]["runs"]] == ["a", "b"]
+    long = [study / ("x" * 90), study / ("y" * 90)]
+    name = compare_name(long)
+    assert len(name) <= 130 and name.startswith("compare-xxx") and name != compare_name(long[::-1])
+    assert compare_name([study / "a", tmp_path / "other" / "b"]) != "compare-a-vs-b.html"   # folders differ
+
+
+def test_failed_rubrics_name_the_step_that_consulted_their_source(heuristic):
+    """Each rubric's `learn` names the step where its source was consulted (the first search for the query,
+    the first profile read, the ask_user that revealed its slot) by turn, the episode page's jump target."""
+    seen = Counter()
+    for detail in heuristic.details:
+        turns = {s["turn"]: s for s in detail["steps"]}
+        assert len(turns) == len(detail["steps"])             # a turn names one step
+        for verdict in detail["verdicts"]:
+            learn = verdict["learn"]
+            step = turns.get(learn["turn"])
+            if learn["turn"] is None:
+                seen[learn["where"], "never"] += 1
+                continue
+            assert step["call"] == learn["call"]
+            seen[learn["where"], "step"] += 1
+            if learn["where"] == "query":
+                first = next(s for s in detail["steps"] if s.get("tool") == "search_products")
+                assert step is first
+            elif learn["where"] == "profile":
+                assert step["tool"] == "get_user_profile"
+            else:
+                assert step["reveal"]["slot"] == learn["slot"] and verdict["id"] in step["reveal"]["rubrics"]
+    assert {("query", "step"), ("profile", "step"), ("clarification", "step")} <= set(seen)
+
+
+def test_nested_product_details_are_shown_as_text(heuristic):
+    """Amazon's "Best Sellers Rank" is a mapping: the comparison shows "category: rank; ..." (it printed
+    "[object Object]")."""
+    assert display_value({"Electronics": 41256, "Power Banks": 1528}) == "Electronics: 41256; Power Banks: 1528"
+    assert display_value([{"a": 1}, {"b": [1, 2]}]) == ["a: 1", "b: 1, 2"]
+    assert display_value(["x", 2]) == ["x", 2] and display_value("text") == "text"
+    shown = [p for d in heuristic.details for p in [d.get("recommended_product")] if p] + \
+        [t["target"] for t in heuristic.main["tasks"].values()]
+    ranks = [p["details"]["Best Sellers Rank"] for p in shown if "Best Sellers Rank" in p.get("details", {})]
+    assert ranks and all(isinstance(r, str) and ": " in r for r in ranks)
+    for product in shown:
+        for value in product.get("details", {}).values():
+            assert not isinstance(value, dict) and not any(isinstance(v, (dict, list)) for v in
+                                                           (value if isinstance(value, list) else []))
+
+
+def test_call_budget_names_the_last_calls_window():
+    budget = {"budget": 80, "cap_reached_count": 1, "cap_reached_rate": 0.1, "accuracy_if_cut_at": {"60": 0.5},
+              "cut_points": [60, 80], "accuracy_added_by_last_calls": {"low": 60, "high": 80, "value": 0.05}}
+    assert "accuracy added by calls 61-80: 5.0%" in call_budget({"budget": budget})["note"]
+    old = {"budget": 100, "accuracy_if_cut_at": {"75": 0.5}, "accuracy_added_by_calls_76_100": 0.1}
+    assert "accuracy added by calls 76-100: 10.0%" in call_budget({"budget": old})["note"]
+    none = {**budget, "accuracy_added_by_last_calls": {"low": 60, "high": 80, "value": None}}
+    assert "calls 61-80: n/a" in call_budget({"budget": none})["note"]
+
+
+def test_a_cost_ecab_could_not_price_reads_unknown_not_free():
+    """reduce/usage.py mark_cost_unknown leaves cost_usd None for an own endpoint without prices."""
+    from ecab.view import run_page
+    summary = {"tokens_and_cost": {"episodes": 2, "total": {"input_tokens": 10, "cost_usd": None},
+                                   "mean_per_episode": {"cost_usd": None}, "by_model": {}}}
+    table = run_page.tokens_and_cost(summary)
+    assert "unknown" in str(table) and "$0" not in str(table)

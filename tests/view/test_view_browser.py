@@ -210,3 +210,60 @@ def test_served_report_loads_without_errors(browser, reports):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_episode_page_puts_the_verdict_and_failed_rubrics_first(browser, reports, runs, screens):
+    """Issue 29: the failed rubrics sat ~6,700 px down, under the whole transcript. Now the verdict and the
+    failed rubrics come first, each with a jump to the step that consulted its source, and the product
+    comparison prints nested values as text."""
+    run = runs["heuristic"]
+    i = _interesting_episode(run)
+    detail = run.details[i]
+    open_report(browser, reports["single"].as_uri() + f"#/run/0/episode/{i}", "episode")
+    wait_for(browser, "return document.getElementById('products')")
+    tops = browser.execute_script("""
+        const top = (id) => document.getElementById(id).getBoundingClientRect().top + window.scrollY;
+        return {verdict: top('verdict'), failed: top('failed-rubrics'), timeline: top('timeline')};""")
+    assert tops["verdict"] < tops["failed"] < tops["timeline"]
+    assert tops["failed"] < browser.execute_script("return window.innerHeight")   # on the first screen
+    failed = [v for v in detail["verdicts"] if v.get("satisfied") is False]
+    rows = browser.find_elements(By.CSS_SELECTOR, "#failed-rubrics tbody tr")
+    assert [r.find_element(By.TAG_NAME, "td").text for r in rows] == [v["id"] for v in failed]
+    jumps = browser.find_elements(By.CSS_SELECTOR, "#failed-rubrics a.jump")
+    consulted = [v for v in failed if v["learn"]["turn"] is not None]
+    assert len(jumps) == len(consulted) and \
+        len(browser.find_elements(By.CSS_SELECTOR, "#failed-rubrics .never")) == len(failed) - len(consulted)
+    if jumps:
+        jumps[0].click()
+        target = browser.find_element(By.ID, f"turn-{jumps[0].get_attribute('data-turn')}")
+        wait_for(browser, "const r = arguments[0].getBoundingClientRect(); return r.top >= 0 && r.bottom <= "
+                          "window.innerHeight + r.height", 10, target)
+        assert browser.execute_script("return location.hash") == f"#/run/0/episode/{i}"   # still this page
+    assert "[object Object]" not in browser.find_element(By.ID, "products").text
+    ranks = [r.text for r in browser.find_elements(By.CSS_SELECTOR, "#products tr") if "Best Sellers Rank" in r.text]
+    assert all(": " in text.split("Best Sellers Rank", 1)[1] for text in ranks)
+    browser.save_screenshot(str(screens / "episode-top.png"))
+    assert console_errors(browser) == []
+
+
+def test_a_live_page_shows_its_progress(browser, view_runs, tmp_path):
+    """A run in progress served live: the run page says how far it has got, and follows the run (it polls
+    status.json and reloads when the server rendered a newer version)."""
+    from ecab.runs import RunFolder
+    from ecab.view.server import start_live
+    from run_copies import WRITER, in_progress
+    folder, trajectories = in_progress(view_runs["heuristic"], tmp_path / "running", 4)
+    server, url = start_live(folder)
+    try:
+        open_report(browser, url)
+        assert browser.find_element(By.ID, "run-status").text.startswith(
+            f"in progress: 4 of {len(trajectories)} episodes")
+        assert f"in progress: 4 of {len(trajectories)}" in browser.find_element(By.ID, "status").text
+        RunFolder(folder).append_trajectory(WRITER, trajectories[4])      # the runner records one more:
+        wait_for(browser, "const s = document.getElementById('run-status'); "          # the page reloads itself
+                          "return s && s.textContent.startsWith(arguments[0])", 30,
+                 f"in progress: 5 of {len(trajectories)} episodes")
+        assert console_errors(browser) == []
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -5,6 +5,7 @@
   const ROW = 30;                       // px per episode-list row (the --row CSS variable)
   const LONG_TEXT = 600;                // characters shown of a message before "show all"
   const LONG_RESULT = 360;              // characters shown of a tool result before "show all"
+  const POLL_MS = 3000;                 // how often a live page asks the server whether the run changed
   const state = { data: null, runs: [], chunks: new Map(), lists: new Map(), shown: 0 };
   window.ecabTiming = { start: performance.now() };
 
@@ -160,6 +161,11 @@
   function renderRun(app, r) {
     const run = state.runs[r];
     app.appendChild(h("h1", {}, `Run ${run.name}`, h("span", { class: "muted" }, ` · model ${esc(run.model)}`)));
+    const status = run.status || {};
+    if (status.state && status.state !== "finished") {
+      app.appendChild(h("div", { class: "box progress", id: "run-status" }, status.text,
+        state.data.live ? " · this page follows the run" : " · a snapshot: python -m ecab.view <run> --serve follows it"));
+    }
     app.appendChild(h("div", { class: "cards", id: "cards" }, run.cards.map((c) => h("div", { class: "card" },
       h("div", { class: "label" }, c.label), h("div", { class: "value" }, c.value),
       c.ci ? h("div", { class: "ci" }, "95% CI " + c.ci) : null, c.note ? h("div", { class: "note" }, c.note) : null))));
@@ -349,7 +355,8 @@
       h("pre", { class: "args" }, typeof step.arguments === "string" ? step.arguments : JSON.stringify(step.arguments, null, 2)));
     const result = step.result === undefined ? null
       : h("div", {}, h("div", { class: "lbl" }, "result"), collapsible(step.result, LONG_RESULT, "result"));
-    return h("li", { class: "step" + (step.is_error ? " error" : "") + (marks.length ? " marked" : ""), "data-call": step.call },
+    return h("li", { class: "step" + (step.is_error ? " error" : "") + (marks.length ? " marked" : ""), "data-call": step.call,
+      id: `turn-${step.turn}` },
       h("div", { class: "head" },
         h("span", { class: "num" }, step.call ? `#${step.call}` : `turn ${step.turn}`),
         step.tool ? badge(step.tool, "tool") : badge("no tool call", "unscored"),
@@ -364,14 +371,20 @@
       (step.retry_log || []).length ? h("details", {}, h("summary", {}, `retry log (${step.retry_log.length})`),
         h("pre", {}, step.retry_log.map((e) => JSON.stringify(e)).join("\n"))) : null);
   }
+  // One cell's text for any value: a nested object as "key: value; ..." (never "[object Object]").
+  function display(v, sep) {
+    if (v === undefined || v === null) return "";
+    if (Array.isArray(v)) return v.map((x) => display(x, ", ")).join(sep || ", ");
+    if (typeof v === "object") return Object.entries(v).map(([k, x]) => `${k}: ${display(x, ", ")}`).join("; ");
+    return String(v);
+  }
   function productRows(target, rec, failedFields) {
     const keys = ["product_id", "title", "store", "main_category", "price", "average_rating", "rating_number"];
     const details = new Set([...Object.keys((target || {}).details || {}), ...Object.keys((rec || {}).details || {})]);
     const value = (p, k) => {
       if (!p) return "";
-      if (k.startsWith("details.")) { const v = (p.details || {})[k.slice(8)]; return v === undefined ? "" : esc(Array.isArray(v) ? v.join(", ") : v); }
-      const v = p[k];
-      return v === undefined || v === null ? "" : Array.isArray(v) ? v.join(" | ") : esc(v);
+      if (k.startsWith("details.")) return display((p.details || {})[k.slice(8)], ", ");
+      return display(p[k], " | ");
     };
     const fields = [...keys, ...[...details].sort().map((k) => "details." + k), "features"];
     return fields.map((k) => {
@@ -379,6 +392,40 @@
       const cls = [a !== b && rec ? "diff" : "", failedFields.has(k) ? "failed" : ""].join(" ").trim();
       return h("tr", { class: cls || null }, h("td", { class: "k" }, k), h("td", { class: "v" }, a), h("td", { class: "v" }, b));
     });
+  }
+  // The answer first: the episode's verdict, then each failed rubric with where its source was consulted.
+  function verdictBox(d, row) {
+    const j = d.judgement;
+    const parts = !j ? [row.outcome === "pending" ? "not judged yet (the run is in progress)" : "not judged"]
+      : j.runtime_error ? ["judge error: " + esc(j.error)]
+      : [j.exact ? "the target product" : "not the target product",
+        j.all_satisfied === true ? "every rubric satisfied" : j.all_satisfied === false ? "some rubric failed" : "rubrics unscored",
+        `judge ${esc(j.judge)}`];
+    return h("div", { class: "box verdict", id: "verdict" }, h("b", {}, "Verdict: "), outcomeBadge(row.outcome), " ",
+      parts.join(" · "), " · recommended ", d.recommended ? h("b", {}, d.recommended) : "nothing");
+  }
+  function jumpTo(turn) {
+    const step = document.getElementById(`turn-${turn}`);
+    if (!step) return;
+    step.scrollIntoView({ block: "center" });
+    step.classList.add("jumped");
+    setTimeout(() => step.classList.remove("jumped"), 1500);
+  }
+  function consulted(learn) {
+    const where = { query: "the query (first search)", profile: "the profile (get_user_profile)",
+      clarification: `clarification ${learn && learn.slot ? learn.slot : ""} (ask_user)` }[learn && learn.where] || esc(learn && learn.where);
+    if (!learn || learn.turn === null || learn.turn === undefined) return h("span", { class: "never" }, `${where}: never consulted`);
+    const link = h("a", { href: location.hash, class: "jump", "data-turn": learn.turn }, `${where}: consulted at call #${learn.call} ↓`);
+    link.addEventListener("click", (e) => { e.preventDefault(); jumpTo(learn.turn); });
+    return link;
+  }
+  function failedRubrics(verdicts) {
+    const failed = verdicts.filter((v) => v.satisfied === false);
+    return h("div", { id: "failed-rubrics" }, h("h2", {}, `Failed rubrics (${failed.length})`),
+      failed.length ? table(["rubric", "source", "type", "field", "expected", "evidence", "source consulted"],
+        failed.map((v) => [v.id, v.source, v.type, v.field || "", JSON.stringify(v.expected),
+          [v.evidence, v.reasoning].filter(Boolean).join(" — "), consulted(v.learn)]), { cls: "failed" })
+        : h("p", { class: "muted" }, verdicts.some((v) => v.satisfied !== undefined) ? "none" : "not judged yet"));
   }
   async function renderEpisode(app, r, i, current) {
     const run = state.runs[r];
@@ -403,6 +450,8 @@
       `cost $${fmtNum(usage.cost_usd || 0, 6)}`, `${fmtNum(row.wall_s, 2)} s`, d.attempts > 1 ? `${d.attempts} attempts` : null]
       .filter(Boolean).join(" · ")));
     if (d.error) app.appendChild(h("div", { class: "err box" }, "episode error: " + d.error));
+    app.appendChild(verdictBox(d, row));
+    app.appendChild(failedRubrics(d.verdicts || []));
     app.appendChild(h("h2", {}, "Query"));
     app.appendChild(h("div", { class: "query", id: "query" }, task.query));
     const slotRows = (task.slots || []).map((s) => {
@@ -492,12 +541,24 @@
     state.data = data;
     state.runs = data.runs;
     const episodes = state.runs.reduce((n, run) => n + run.rows.length, 0);
+    const progress = state.runs.map((run) => run.status).filter((st) => st && st.state !== "finished");
     document.getElementById("status").textContent =
-      `${state.runs.length} run(s) · ${episodes} episodes · generated ${data.generated}`;
+      `${state.runs.length} run(s) · ${episodes} episodes · generated ${data.generated}` +
+      progress.map((st) => ` · ${st.text}`).join("");
+    if (data.live) follow(data.live);
     window.addEventListener("hashchange", () => { show().catch(fail); });
     await show();
     window.ecabTiming.firstRender = performance.now();
     document.body.dataset.ready = "1";
+  }
+  // Served live (server.py): ask status.json beside the page whether the run folder changed, and reload (the
+  // route in the hash is kept) when the server rendered a newer version.
+  function follow(version) {
+    const poll = () => fetch("status.json", { cache: "no-store" }).then((r) => r.json()).then((st) => {
+      if (st.version && st.version !== version) location.reload();
+      else setTimeout(poll, POLL_MS);
+    }).catch(() => setTimeout(poll, POLL_MS));
+    setTimeout(poll, POLL_MS);
   }
   function fail(error) {
     const app = document.getElementById("app");
