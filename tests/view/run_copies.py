@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 from ecab.runs import RunFolder
@@ -32,3 +34,12 @@ def in_progress(src: Path, dst: Path, episodes: int) -> tuple[Path, list]:
     for traj in trajectories[:episodes]:
         folder.append_trajectory(WRITER, traj)
     return dst, trajectories
+
+
+def get(url: str) -> tuple[int, bytes]:
+    """(HTTP status, body) of a GET to a report server, errors included (the tests assert 404s)."""
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, b""

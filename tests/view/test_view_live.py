@@ -3,8 +3,6 @@ server following it episode by episode over real HTTP on 127.0.0.1, and the serv
 report only (the run folder's own files are 404). Time never drives these tests: each change is a file
 write, each look a request."""
 import json
-import urllib.error
-import urllib.request
 
 import pytest
 
@@ -15,7 +13,7 @@ from ecab.view.payload import load_run
 from ecab.view.server import start, start_live
 from ecab.view.status import run_status
 from report_data import embedded
-from run_copies import WRITER, copy_run, in_progress
+from run_copies import WRITER, copy_run, get, in_progress
 
 FIRST = 5
 
@@ -25,13 +23,6 @@ def running(view_runs, tmp_path):
     """(run folder with FIRST of its episodes, all its episodes): the heuristic run, caught in progress."""
     return in_progress(view_runs["heuristic"], tmp_path / "running", FIRST)
 
-
-def get(url: str) -> tuple[int, bytes]:
-    try:
-        with urllib.request.urlopen(url, timeout=30) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as exc:
-        return exc.code, b""
 
 
 def test_a_run_in_progress_has_a_report_of_its_episodes_so_far(running, capsys):

@@ -3,8 +3,6 @@
 never a failed command, and a folder of runs (or a sweep) gets an index page linking every run's report."""
 import json
 import re
-import urllib.error
-import urllib.request
 
 import pytest
 
@@ -14,15 +12,8 @@ from ecab.runs import RunFolder
 from ecab.view.__main__ import main as view_main
 from ecab.view.server import start_index
 from report_data import embedded
-from run_copies import copy_run, in_progress
+from run_copies import copy_run, get, in_progress
 
-
-def get(url: str) -> tuple[int, bytes]:
-    try:
-        with urllib.request.urlopen(url, timeout=30) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as exc:
-        return exc.code, b""
 
 
 def report_main(folder):
