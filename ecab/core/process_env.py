@@ -18,6 +18,10 @@ PROCESS_ENV_DEFAULTS: dict[str, str] = {
     # The tokenizers' thread pool does not survive a fork (construction's worker processes, Ray's): used
     # before one, it warns in every child and turns itself off there. Off from the start.
     "TOKENIZERS_PARALLELISM": "false",
+    # LanceDB's Rust logger warns at the default level about index shapes that are normal for small catalogs
+    # ("KMeans: more than 10% of clusters are empty" on the 5000-product default); errors still print, and
+    # LANCEDB_LOG=warn brings the rest back.
+    "LANCEDB_LOG": "error",
 }
 
 
