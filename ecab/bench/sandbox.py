@@ -11,6 +11,11 @@ sees it, p50 of the run itself (request to reply), calls/s, and the machine's CP
 
 Targets (this 2-core machine): warm per-call p50 <= 30 ms at one caller and >= 40 calls/s at 1 and 16 callers.
 With 16 callers a call also waits its turn, so its p50 is about 16 / (calls/s), whatever the sandbox.
+
+`--case fairness` (ecab/bench/sandbox_fairness.py) instead shows a benign episode's call latency alone and
+beside 16 episodes looping CPU-bound code, per scheduler (first come first served vs the fair queue):
+
+    python -m ecab.bench.sandbox --case fairness [--scheduler fifo,fair] [--hostile 16] [--benign-calls 20]
 """
 from __future__ import annotations
 
@@ -25,7 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from ecab.env.sandbox import Sandbox, SandboxLimits
+from ecab.bench import sandbox_fairness
+from ecab.env.sandbox import SCHEDULERS, Sandbox, SandboxLimits
 
 BASELINE_COMMIT = "4a22f9b"
 TARGET_P50_MS = 30.0
@@ -82,7 +88,7 @@ def measure(engine: str, box, callers: int, calls: int) -> Row:
         result = box.execute(SNIPPETS[index % len(SNIPPETS)])
         if not result.ok:
             raise RuntimeError(f"{engine}: {result.error}")
-        return (time.perf_counter() - started) * 1000, result.elapsed_s * 1000
+        return (time.perf_counter() - started) * 1000, result.run_s * 1000
     cpu0, wall0 = machine_cpu_seconds(), time.perf_counter()
     with ThreadPoolExecutor(callers) as pool:
         timings = list(pool.map(one, range(calls)))
@@ -97,7 +103,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--callers", default="1,16")
     parser.add_argument("--warm", type=int, default=SandboxLimits.warm_workers, help="warm sandboxes kept ready")
+    parser.add_argument("--case", choices=("latency", "fairness"), default="latency")
+    parser.add_argument("--scheduler", default=",".join(reversed(SCHEDULERS)), help="fairness: schedulers to compare")
+    parser.add_argument("--hostile", type=int, default=16, help="fairness: episodes looping CPU-bound code")
+    parser.add_argument("--benign-calls", type=int, default=20, help="fairness: benign calls per case")
+    parser.add_argument("--think-ms", type=float, default=100.0, help="fairness: benign episode's pause between calls")
     args = parser.parse_args(argv)
+    if args.case == "fairness":
+        schedulers = args.scheduler.split(",")
+        if not set(schedulers) <= set(SCHEDULERS) or args.benign_calls < 1 or args.hostile < 1:
+            parser.error(f"--scheduler takes {','.join(SCHEDULERS)}; --benign-calls and --hostile at least 1")
+        probe = Sandbox()
+        print(probe.status().line())
+        probe.close()
+        sandbox_fairness.run(schedulers, args.hostile, args.benign_calls, args.think_ms)
+        return
     callers = [int(c) for c in args.callers.split(",")]
     if args.calls < 2 or any(c < 1 for c in callers):
         parser.error("--calls must be at least 2 and every --callers value at least 1")

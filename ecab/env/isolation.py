@@ -11,7 +11,9 @@ measurements: docs/decisions.md#sandbox):
   no_new_privs keeps them out); run by a normal user, bwrap maps that user into a user namespace with every
   capability dropped and further user namespaces disabled;
 - a seccomp filter (libseccomp through pyseccomp) refusing what no calculation needs: ptrace and other
-  processes' memory, mounts, namespaces, keyrings, BPF, perf, kernel modules, io_uring, non-local sockets.
+  processes' memory, mounts, namespaces, keyrings, BPF, perf, kernel modules, io_uring, sockets, memfd and
+  System V / POSIX IPC (memory RLIMIT_AS does not count), and making any file executable (chmod, or a create
+  with an execute bit), which stands in for a noexec /tmp.
 """
 from __future__ import annotations
 
@@ -127,11 +129,20 @@ DENIED_SYSCALLS = (
     "userfaultfd", "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "reboot",
     "swapon", "swapoff", "syslog", "acct", "io_uring_setup", "io_uring_enter", "io_uring_register",
     "open_by_handle_at", "name_to_handle_at", "quotactl", "lookup_dcookie", "vhangup", "personality",
+    # Memory RLIMIT_AS does not count: memfd pages, System V and POSIX message queues and shared memory.
+    # (Socket buffers: `socket` is refused below.) No calculation needs them.
+    "memfd_create", "memfd_secret", "shmget", "shmat", "msgget", "msgsnd", "semget", "mq_open",
+    # No file may become executable: /tmp cannot be mounted noexec by bwrap 0.8 (see exec_bit_rules).
+    "chmod", "fchmod", "fchmodat", "fchmodat2", "mknod", "mknodat",
 )
 NAMESPACE_CLONE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000,
                          0x00000080)  # NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET, NEWTIME
-AF_UNIX = 1
 TIOCSTI = 0x5412
+F_SETPIPE_SZ = 1031        # a pipe's buffer grown to 1 MB: kernel memory outside RLIMIT_AS
+O_CREAT, O_TMPFILE_FLAG = 0o100, 0o20000000   # the flags with which open/openat use their mode argument
+EXEC_BITS = (0o100, 0o010, 0o001)
+# (syscall, index of its flags argument or None if it always creates, index of its mode argument)
+CREATING_OPENS = (("open", 1, 2), ("openat", 2, 3), ("creat", None, 1))
 
 
 @functools.lru_cache(maxsize=1)
@@ -152,8 +163,13 @@ def seccomp_program() -> tuple[bytes | None, str]:
     rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
     for flag in NAMESPACE_CLONE_FLAGS:
         rules.add_rule(deny, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
-    rules.add_rule(seccomp.ERRNO(errno.EAFNOSUPPORT), "socket", seccomp.Arg(0, seccomp.NE, AF_UNIX))
+    # No sockets at all, local ones included: the sandbox has no network, and socket buffers are memory
+    # RLIMIT_AS does not count (the red team held 284 MB in them).
+    rules.add_rule(seccomp.ERRNO(errno.EAFNOSUPPORT), "socket")
+    rules.add_rule(deny, "socketpair")
     rules.add_rule(deny, "ioctl", seccomp.Arg(1, seccomp.MASKED_EQ, 0xFFFFFFFF, TIOCSTI))
+    rules.add_rule(deny, "fcntl", seccomp.Arg(1, seccomp.EQ, F_SETPIPE_SZ))
+    exec_bit_rules(seccomp, rules, deny)
     read_fd, write_fd = os.pipe()
     try:
         with os.fdopen(write_fd, "wb") as sink:
@@ -162,6 +178,26 @@ def seccomp_program() -> tuple[bytes | None, str]:
             return source.read(), "seccomp filter on"
     except OSError as exc:
         return None, f"seccomp unavailable ({exc}); namespaces and the uid drop still apply"
+
+
+def exec_bit_rules(seccomp, rules, deny) -> None:
+    """Refuse creating a file with an execute bit: with chmod refused too, nothing written in the sandbox
+    (its /tmp is the only writable place) can be run by execve. A noexec /tmp would be the kernel's own way,
+    but bwrap 0.8 mounts its tmpfs with no way to ask for noexec, and a mount by the worker needs privileges
+    it must not have. openat2 passes its mode in memory the filter cannot read: ENOSYS, as libc does not
+    need it (like clone3)."""
+    rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "openat2")
+    for name, flags_arg, mode_arg in CREATING_OPENS:
+        for bit in EXEC_BITS:
+            mode_has_bit = seccomp.Arg(mode_arg, seccomp.MASKED_EQ, bit, bit)
+            conditions = ([[mode_has_bit]] if flags_arg is None else
+                          [[seccomp.Arg(flags_arg, seccomp.MASKED_EQ, flag, flag), mode_has_bit]
+                           for flag in (O_CREAT, O_TMPFILE_FLAG)])
+            for condition in conditions:
+                try:
+                    rules.add_rule(deny, name, *condition)
+                except (OSError, ValueError, RuntimeError):
+                    break   # open and creat do not exist on every architecture (aarch64 has only openat)
 
 
 def seccomp_fd(program: bytes) -> int:

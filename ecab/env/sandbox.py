@@ -6,8 +6,10 @@ one request and exits; the sandbox and everything started in it are then killed.
 pipes the host made for that sandbox alone. Why bubblewrap, and the measurements: docs/decisions.md#sandbox.
 
 Speed comes from warm sandboxes: a spawner thread keeps `warm_workers` sandboxes started and waiting, so a call
-pays only its own run (~ms), not the ~50 ms of namespace set-up and interpreter start. Calls run on a thread
-pool (`max_parallel` at once); the async API awaits their futures, so thousands of episodes share one pool.
+pays only its own run (~ms), not the ~50 ms of namespace set-up and interpreter start. Calls run on
+`max_parallel` call threads; the async API awaits their futures, so thousands of episodes share one pool.
+Waiting calls are queued per owner (an episode's key, `submit(code, owner=...)`) and dispatched fairly
+(ecab/env/sandbox_queue.py), so one episode's loops cannot hold every slot while another's `print(1)` waits.
 
 Fail closed: where the kernel or the machine refuses what the sandbox needs (no bwrap, no namespaces),
 `status()` says so once and every call answers `Tool call failed: sandbox unavailable: <why>`; code never
@@ -15,7 +17,7 @@ runs unsandboxed.
 
 Result shapes are the original's: success `{"output": <stdout>, "error": None}`; any failure
 `{"error": "Tool call failed: <ExcType>: <message>"}` (docs/original-harness.md §2.2 tool 9).
-`SandboxResult` keeps the structured form (`kind`, `elapsed_s`) for analysis.
+`SandboxResult` keeps the structured form (`kind`, `queued_s`, `run_s`) for analysis.
 
 Public API: `run_code(code)`, `await run_code_async(code)`, `execute(code) -> SandboxResult`,
 `await execute_async(code)`, `Sandbox(limits)` for a private instance, `default_sandbox()`, `sandbox_status()`.
@@ -38,10 +40,11 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Hashable
 
 from ecab.core.process_wide import process_wide
 from ecab.env import isolation
+from ecab.env.sandbox_queue import FairQueue, Turn
 from ecab.env.sandbox_worker import ALLOWED_MODULES, ForbiddenCode, check_code  # noqa: F401 (re-exported)
 
 UID_BASE = 1_900_000_000   # root mode: sandboxes run as UID_BASE + n, uids no account on the host uses
@@ -53,6 +56,9 @@ STATUS_RETRY_S = 60.0      # a failed availability check is repeated after this 
 INFO_WAIT_S = 2.0          # how long a sandbox being set up may take to name its PID-1 before it is killed
 INFO_CHILD_PID = re.compile(rb'"child-pid"\s*:\s*(\d+)')
 HOST_TOKEN = re.compile(rb"token=ecab-sandbox-(\d+)-\d+")   # in a sandbox's argv: the pid of the host that started it
+DIRECT_OWNER = "direct"    # the owner of calls that name none (scripts, the module-level helpers): one shared queue
+HEAVY_SHARE = 0.25         # an owner whose calls run >= this share of the wall limit (on average) is heavy
+SCHEDULERS = ("fair", "fifo")   # fifo: the pool before issue 30, kept for ecab.bench.sandbox's comparison
 
 
 @dataclass(frozen=True)
@@ -75,8 +81,10 @@ class SandboxResult:
     error: str | None = None      # "<ExcType>: <message>" or a limit message
     kind: str = "ok"              # ok | exception | forbidden | timeout | cpu_limit | memory | crash | internal
                                   # | unavailable
-    elapsed_s: float = 0.0        # request to reply, as the host measured it
+    run_s: float = 0.0            # request to reply, as the host measured it: what the wall limit counts
+    queued_s: float = 0.0         # submit to request: waiting for a slot and a started sandbox (no limit counts it)
     sandbox_id: str = ""          # the sandbox's token (tests look for its processes after the call)
+    dispatch_index: int = -1      # the n-th call this Sandbox took from its queue (-1: answered without a slot)
 
     def to_tool_dict(self) -> dict:
         if self.ok:
@@ -141,8 +149,12 @@ class _Jail:
         return True
 
     def read_reply(self, deadline: float, reply_limit: int) -> tuple[bytes | None, bool]:
-        """The reply line, or None; and whether the deadline passed."""
+        """The reply line, or None; and whether the deadline passed. A line longer than `reply_limit` is
+        answered with a reply made here that says so: left unread, the worker would block on the full pipe
+        until the wall limit (reported as a timeout) or exit with the rest in the pipe (as a crash)."""
         line = self._read_line(deadline, reply_limit)
+        if line is None and len(self._buffer) > reply_limit:
+            return over_limit_reply(reply_limit), False
         return line, line is None and time.monotonic() >= deadline
 
     def _read_line(self, deadline: float, limit: int) -> bytes | None:
@@ -238,6 +250,13 @@ class _Jail:
             except OSError:
                 pass
         return text.splitlines()[0] if text else f"sandbox exited with status {self.proc.returncode}"
+
+
+def over_limit_reply(reply_limit: int) -> bytes:
+    """The reply line the host puts in place of a worker's reply line longer than `reply_limit` bytes (the
+    worker caps what it sends below it, so only a broken or subverted worker gets here)."""
+    return repr({"ok": False, "error": f"sandbox reply over the {reply_limit}-byte limit",
+                 "kind": "internal"}).encode()
 
 
 def _result_from_reply(line: bytes) -> SandboxResult:
@@ -347,14 +366,27 @@ def _close_open_sandboxes() -> None:
 # The pool: warm sandboxes, a spawner thread, call threads
 # =========================================================================================================
 
+@dataclass
+class _Pending:
+    """A submitted call waiting in the queue."""
+    code: str
+    future: concurrent.futures.Future
+    submitted: float      # time.monotonic() at submit: where queued_s starts
+    dispatch_index: int = -1
+
+
 class Sandbox:
     """Runs python_execute calls, each in a fresh OS sandbox. Thread-safe; usable from any thread and loop."""
 
-    def __init__(self, limits: SandboxLimits | None = None, *, python_guard: bool = True):
+    def __init__(self, limits: SandboxLimits | None = None, *, python_guard: bool = True, scheduler: str = "fair"):
         """`python_guard=False` drops the Python-level first layer (builtins allow-list, AST check) and runs
-        plain Python: for the red-team tests only, which show the operating-system wall holds on its own."""
+        plain Python: for the red-team tests only, which show the operating-system wall holds on its own.
+        `scheduler="fifo"` is the pool before issue 30 (first come, first served), for the bench's comparison."""
+        if scheduler not in SCHEDULERS:
+            raise ValueError(f"unknown scheduler {scheduler!r}; expected one of {list(SCHEDULERS)}")
         self.limits = limits or SandboxLimits()
         self.python_guard = python_guard
+        self.scheduler = scheduler
         self._status_lock = threading.Lock()
         self._status: SandboxStatus | None = None
         self._status_at = 0.0
@@ -367,7 +399,11 @@ class Sandbox:
         self._waiting = 0
         self._closed = False
         self._spawn_error: str | None = None
-        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._queue: FairQueue[_Pending] = FairQueue(
+            self.limits.max_parallel, heavy_run_s=HEAVY_SHARE * self.limits.wall_seconds,
+            fair=self.scheduler == "fair")
+        self._callers: list[threading.Thread] = []   # max_parallel call threads, started with the first call
+        self._dispatched = 0
         self._spawner: threading.Thread | None = None
         self._reaper: threading.Thread | None = None
         self._reaped: queue.SimpleQueue[_Jail | None] | None = None   # None (after the jails): the reaper's stop
@@ -385,8 +421,9 @@ class Sandbox:
                 self._status, self._status_at = self._check(), time.monotonic()
             return self._status
 
-    def submit(self, code: str) -> concurrent.futures.Future:
-        """Queue one run; the future resolves to a SandboxResult (never raises for bad code)."""
+    def submit(self, code: str, owner: Hashable = DIRECT_OWNER) -> concurrent.futures.Future:
+        """Queue one run for `owner` (an episode's key; calls naming none share one owner); the future resolves
+        to a SandboxResult (never raises for bad code). Cancelling the future before its turn drops the call."""
         future: concurrent.futures.Future = concurrent.futures.Future()
         if not isinstance(code, str):
             future.set_result(SandboxResult(False, error=f"TypeError: code must be a string, got "
@@ -396,19 +433,26 @@ class Sandbox:
             future.set_result(SandboxResult(False, error=f"code is longer than {self.limits.max_code_chars} "
                                                           "characters", kind="forbidden"))
             return future
-        return self._ensure_executor().submit(self._call, code)
+        with self._cond:
+            self._ensure_callers()
+            if self._closed:
+                future.set_result(SandboxResult(False, error="sandbox unavailable: closed", kind="unavailable"))
+                return future
+            self._queue.put(owner, _Pending(code, future, time.monotonic()))
+            self._cond.notify_all()
+        return future
 
-    def execute(self, code: str) -> SandboxResult:
-        return self.submit(code).result()
+    def execute(self, code: str, owner: Hashable = DIRECT_OWNER) -> SandboxResult:
+        return self.submit(code, owner).result()
 
-    async def execute_async(self, code: str) -> SandboxResult:
-        return await asyncio.wrap_future(self.submit(code))
+    async def execute_async(self, code: str, owner: Hashable = DIRECT_OWNER) -> SandboxResult:
+        return await asyncio.wrap_future(self.submit(code, owner))
 
-    def run_code(self, code: str) -> dict:
-        return self.execute(code).to_tool_dict()
+    def run_code(self, code: str, owner: Hashable = DIRECT_OWNER) -> dict:
+        return self.execute(code, owner).to_tool_dict()
 
-    async def run_code_async(self, code: str) -> dict:
-        return (await self.execute_async(code)).to_tool_dict()
+    async def run_code_async(self, code: str, owner: Hashable = DIRECT_OWNER) -> dict:
+        return (await self.execute_async(code, owner)).to_tool_dict()
 
     def close(self) -> None:
         """Stop the spawner and kill the warm sandboxes (running calls finish first)."""
@@ -417,9 +461,10 @@ class Sandbox:
         with self._cond:
             self._closed = True
             idle, self._idle = list(self._idle), collections.deque()
+            callers = list(self._callers)
             self._cond.notify_all()
-        if self._executor is not None:
-            self._executor.shutdown(wait=True)
+        for caller in callers:   # they answer the calls still queued ("closed") before they exit
+            caller.join()
         for jail in idle:
             jail.destroy()
         if self._spawner is not None:
@@ -429,29 +474,82 @@ class Sandbox:
             self._reaper.join(timeout=10)
         sweep_orphans()
 
+    # -- the queue: call threads take the next call from the fair queue ----------------------------------------
+
+    def _ensure_callers(self) -> None:
+        """Start the call threads once (again after a fork: the parent's threads and pipes are not ours).
+        Holds self._cond."""
+        if os.getpid() != self._owner_pid:
+            self._reset_pool()
+        while not self._closed and len(self._callers) < self.limits.max_parallel:
+            caller = threading.Thread(target=self._caller_loop, name=f"ecab-sandbox-{len(self._callers)}",
+                                      daemon=True)
+            self._callers.append(caller)
+            caller.start()
+
+    def _caller_loop(self) -> None:
+        """One slot: take the next call the queue allows, run it, report its run time; until closed and empty."""
+        while (turn := self._next_turn()) is not None:
+            pending, run_s = turn.item, None
+            try:
+                result = self._call(pending.code, pending.submitted)
+                result.dispatch_index, run_s = pending.dispatch_index, result.run_s
+                pending.future.set_result(result)
+            except BaseException as exc:   # a bug here must reach the caller, not end the slot's thread
+                pending.future.set_exception(exc)
+            finally:
+                with self._cond:
+                    self._queue.done(turn, run_s)
+                    self._cond.notify_all()
+
+    def _next_turn(self) -> Turn[_Pending] | None:
+        """The next call to run (None once closed with nothing queued); calls cancelled while queued are
+        dropped here, without a slot."""
+        with self._cond:
+            while True:
+                turn = self._queue.get()
+                if turn is None:
+                    if self._closed and not len(self._queue):
+                        return None
+                    self._cond.wait()
+                elif turn.item.future.set_running_or_notify_cancel():
+                    turn.item.dispatch_index, self._dispatched = self._dispatched, self._dispatched + 1
+                    return turn
+                else:
+                    self._queue.done(turn, None)
+
     # -- a call --------------------------------------------------------------------------------------------
 
-    def _call(self, code: str) -> SandboxResult:
+    def _call(self, code: str, submitted: float) -> SandboxResult:
+        """Run one call in a fresh sandbox. `queued_s` runs from `submitted` until the request is sent (until
+        the answer, for a call that failed before one was sent); the wall limit counts only from the request."""
+        result, sent = self._call_in_jail(code)
+        result.queued_s = round((sent or time.monotonic()) - submitted, 4)
+        return result
+
+    def _call_in_jail(self, code: str) -> tuple[SandboxResult, float | None]:
+        """The result, and when the request was sent (None: no sandbox took it)."""
         status = self.status()
         if not status.available:
-            return SandboxResult(False, error=f"sandbox unavailable: {status.detail}", kind="unavailable")
+            return SandboxResult(False, error=f"sandbox unavailable: {status.detail}", kind="unavailable"), None
         # A warm sandbox that died while waiting (the OOM killer, say) is skipped; a dead one answers at once.
         for _ in range(self.limits.warm_workers + 2):
             jail = self._acquire()
             if jail is None:
                 return SandboxResult(False, error=f"sandbox unavailable: {self._spawn_error or 'closed'}",
-                                     kind="unavailable")
+                                     kind="unavailable"), None
             try:
                 if not jail.wait_ready(time.monotonic() + START_TIMEOUT_S) or not jail.send(code):
                     failure = jail.failure_text()
                     continue
-                return self._run_in(jail)
+                sent = time.monotonic()
+                return self._run_in(jail), sent
             finally:
                 # The kill is sent before the call returns; waiting for the namespace to empty (~7 ms) is the
                 # reaper's, so a caller does not wait for it.
                 jail.kill()
                 self._reaper_queue().put(jail)
-        return SandboxResult(False, error=f"sandbox could not start: {failure}", kind="internal")
+        return SandboxResult(False, error=f"sandbox could not start: {failure}", kind="internal"), None
 
     def _run_in(self, jail: _Jail) -> SandboxResult:
         """Wait for the reply of a request just sent; the wall limit runs from now."""
@@ -468,7 +566,7 @@ class Sandbox:
                 except subprocess.TimeoutExpired:
                     timed_out = True
             result = _describe_death(jail.proc.poll(), timed_out, self.limits)
-        result.elapsed_s = round(elapsed, 4)
+        result.run_s = round(elapsed, 4)
         result.sandbox_id = jail.token
         return result
 
@@ -487,15 +585,6 @@ class Sandbox:
     def _reap_loop(jails: "queue.SimpleQueue[_Jail | None]") -> None:
         while (jail := jails.get()) is not None:
             jail.reap()
-
-    def _ensure_executor(self) -> concurrent.futures.ThreadPoolExecutor:
-        with self._cond:
-            if os.getpid() != self._owner_pid:  # forked: the parent's pipes and threads are not ours
-                self._reset_pool()
-            if self._executor is None:
-                self._executor = concurrent.futures.ThreadPoolExecutor(self.limits.max_parallel,
-                                                                       thread_name_prefix="ecab-sandbox")
-            return self._executor
 
     def _acquire(self) -> _Jail | None:
         with self._cond:

@@ -11,10 +11,19 @@ Protocol on the two pipes the host created for this sandbox alone:
 The reply is a Python literal (the host reads it with `ast.literal_eval`): with no json, re or ast import,
 the worker is ready ~20 ms after its interpreter starts, and imports an allowed module only when the code
 asks for it. The settings come as `key=value,...` integers on the command line for the same reason.
+
+Two processes: the worker forks, before it says it is ready, a child that reads the request and runs the code.
+Only the worker holds the reply pipe; the child sends its result to the worker over a pipe of its own (a
+`frame`), which the worker checks and caps before it writes the one reply. Code that bypasses the guard can
+write anything to its own pipe but never reaches the host's (docs/decisions.md#sandbox).
 """
 import _ast  # the AST node classes without the `ast` module, whose imports cost ~25 ms at every start
 import os
 import sys
+
+TYPE_CHECKING = False   # mypy reads it as True; `typing` is not imported at run time (~2 ms at every start)
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 ALLOWED_MODULES = ("math", "statistics", "decimal", "fractions", "json", "re")
 
@@ -70,6 +79,9 @@ def walk(node: _ast.AST):
 
 def check_code(tree: _ast.AST) -> None:
     """Reject constructs that lead out of Python's restrictions; raises ForbiddenCode naming the first one."""
+    # A class pattern trusts that `int` is the builtin int: rebound anywhere in the code (to a namedtuple,
+    # say), its __match_args__ would decide what the pattern reads. Any scope counts: a conservative check.
+    rebound = {name for node in walk(tree) for name in _stored_names(node)}
     for node in walk(tree):
         line = getattr(node, "lineno", "?")
         if isinstance(node, _ast.Attribute) and _forbidden_attribute(node.attr):
@@ -80,6 +92,9 @@ def check_code(tree: _ast.AST) -> None:
             if not (isinstance(node.cls, _ast.Name) and node.cls.id in MATCHABLE_TYPES):
                 raise ForbiddenCode(f"class patterns are allowed only for {', '.join(MATCHABLE_TYPES)} "
                                     f"(line {line})")
+            if node.cls.id in rebound:
+                raise ForbiddenCode(f"class pattern '{node.cls.id}(...)' after the code rebinds "
+                                    f"'{node.cls.id}': only the builtin type may be matched (line {line})")
             bad = [name for name in node.kwd_attrs if _forbidden_attribute(name)]
             if bad:
                 raise ForbiddenCode(f"access to attribute '{bad[0]}' is not allowed (line {line})")
@@ -136,7 +151,22 @@ def _bound_names(node: _ast.AST) -> list[str]:
         return node.name.split(".") + ([node.asname] if node.asname else [])
     if isinstance(node, _ast.keyword):
         return [node.arg] if node.arg else []
+    if isinstance(node, _ast.ExceptHandler):   # `except E as name` binds name (`as __builtins__`, say)
+        return [node.name] if node.name else []
     return []
+
+
+def _stored_names(node: _ast.AST) -> list[str]:
+    """The names a node binds or deletes (the reads of _bound_names left out): what may not shadow a builtin."""
+    if isinstance(node, _ast.Name):
+        return [] if isinstance(node.ctx, _ast.Load) else [node.id]
+    if isinstance(node, _ast.alias) and node.name == "*":
+        return list(MATCHABLE_TYPES)   # a star import may bind any name: counted as rebinding them all
+    if isinstance(node, _ast.alias):
+        return [node.asname or node.name.split(".")[0]]
+    if isinstance(node, _ast.keyword):
+        return []
+    return _bound_names(node)
 
 
 class ModuleProxy:
@@ -181,10 +211,12 @@ class CappedStdout:
         pass
 
     def getvalue(self) -> str:
-        text = "".join(self.parts)
-        if self.dropped:
-            text += f"\n[output truncated: {self.dropped} more characters]"
-        return text
+        return fitted("output", "".join(self.parts), self.dropped, self.limit)
+
+
+def cap_text(text: str, limit: int) -> tuple[str, int]:
+    """The first `limit` characters of `text` and how many were cut (the rule CappedStdout applies)."""
+    return text[:limit], max(len(text) - limit, 0)
 
 
 def make_builtins(stdout: CappedStdout) -> dict:
@@ -239,9 +271,46 @@ def run_restricted(code: str, max_output_chars: int, guard: bool = True) -> dict
         return {"ok": False, "error": "MemoryError: memory limit exceeded", "kind": "memory",
                 "output": stdout.getvalue()}
     except BaseException as exc:  # SystemExit and KeyboardInterrupt included: the worker reports and exits
-        return {"ok": False, "error": f"{type(exc).__name__}: {exc}", "kind": "exception",
+        return {"ok": False, "error": describe_exception(exc, max_output_chars), "kind": "exception",
                 "output": stdout.getvalue()}
     return {"ok": True, "output": stdout.getvalue(), "kind": "ok"}
+
+
+def describe_exception(exc: BaseException, limit: int) -> str:
+    """'<ExcType>: <message>', capped like stdout: a 10 MB message must not become a 10 MB reply."""
+    try:
+        text = f"{type(exc).__name__}: {exc}"
+    except BaseException:  # str() of the exception failed (guard off: its own __str__ raised)
+        text = f"{type(exc).__name__}: <message could not be shown>"
+    kept, cut = cap_text(text, limit)
+    return fitted("error", kept, cut, limit)
+
+
+# The host reads at most 8 * max_output_chars + 64 KiB of reply (sandbox.py: Sandbox._run_in). repr() writes a
+# character as up to 10 bytes ('\U000e0001'), so `limit` characters of output and of error could still make a
+# reply of 20 * limit bytes: each is cut further, to REPLY_BYTES_PER_CHAR * limit bytes as repr() writes it.
+REPLY_BYTES_PER_CHAR = 4
+NOTE_ROOM = 100    # a truncation note's characters, on top of a text's budget
+
+
+def fitted(what: str, kept: str, cut: int, limit: int, budget: int | None = None) -> str:
+    """`kept` (whose next `cut` characters were dropped already) cut to fit `budget` bytes of reply, with a
+    note saying how many characters were cut in all."""
+    budget = REPLY_BYTES_PER_CHAR * limit if budget is None else budget
+    size = reply_size(kept)
+    count = len(kept)
+    while size > budget:   # count strictly shrinks: count * budget // size < count
+        count = count * budget // size
+        size = reply_size(kept[:count])
+    return kept[:count] + truncation_note(what, cut + len(kept) - count)
+
+
+def reply_size(text: str) -> int:
+    return len(repr(text).encode("utf-8", "backslashreplace"))
+
+
+def truncation_note(what: str, cut: int) -> str:
+    return f"\n[{what} truncated: {cut} more characters]" if cut else ""
 
 
 # =========================================================================================================
@@ -257,6 +326,8 @@ def drop_privileges(uid: int) -> None:
 
 
 def set_limits(settings: dict) -> None:
+    """The limits of both processes, set by the worker before it forks (the child inherits them); the
+    process count is the child's alone (set_process_limit), as the fork itself must pass it."""
     import resource
 
     memory = settings["memory_mb"] * 1024 * 1024
@@ -265,9 +336,23 @@ def set_limits(settings: dict) -> None:
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     resource.setrlimit(resource.RLIMIT_FSIZE, (settings["file_bytes"], settings["file_bytes"]))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    # Counted per uid: with the sandbox's own uid (root mode) this is the number of processes it may start.
-    # As a normal user it counts all of the user's processes, so 0 (the default) refuses every fork.
-    resource.setrlimit(resource.RLIMIT_NPROC, (settings["max_processes"], settings["max_processes"]))
+    # Pipes are kernel memory RLIMIT_AS does not count (64 KiB each): few descriptors, few pipes.
+    resource.setrlimit(resource.RLIMIT_NOFILE, (MAX_OPEN_FILES, MAX_OPEN_FILES))
+
+
+MAX_OPEN_FILES = 64
+
+
+def set_process_limit(settings: dict) -> None:
+    """RLIMIT_NPROC, counted per uid: with the sandbox's own uid (root mode) the number of processes the
+    sandbox may hold. The worker is one of them, so a limit of n > 0 becomes n + 1 (n - 1 more processes for
+    the code, as when the code ran in the worker itself). As a normal user it counts all of the user's
+    processes, so 0 (the default) refuses every fork."""
+    import resource
+
+    wanted = settings["max_processes"]
+    limit = wanted + 1 if wanted else 0
+    resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
 
 
 def read_exactly(fd: int, size: int) -> bytes:
@@ -300,20 +385,120 @@ def main(settings: dict) -> None:
     if settings["uid"] is not None and os.getuid() == 0:
         drop_privileges(settings["uid"])
     reply_fd = os.dup(1)
-    devnull = os.open("/dev/null", os.O_RDWR)
+    devnull = os.open("/dev/null", os.O_RDWR, 0)
     os.dup2(devnull, 1)
     set_limits(settings)
+    frame_read, frame_write = os.pipe()
+    child = os.fork()
+    if child == 0:
+        close_all_but(devnull, frame_write)   # the reply pipe first of all, and whatever else was inherited
+        serve_call(settings, frame_write, devnull)   # never returns
+    os.close(frame_write)
+    os.dup2(devnull, 0)   # the request is the child's to read
     write_all(reply_fd, b"R\n")
-    size = int.from_bytes(read_exactly(0, 8), "big")
-    code = read_exactly(0, size).decode("utf-8")
-    os.dup2(devnull, 0)
-    os.dup2(devnull, 2)
+    fields = read_frame(frame_read, settings["max_output_chars"])
+    if fields is None:
+        mirror_exit(child)
+    write_all(reply_fd, reply_line(fields, settings["max_output_chars"]))
+
+
+def close_all_but(*kept: int) -> None:
+    """Close every descriptor above stderr except `kept` (os.closerange uses close_range: one syscall)."""
+    start = 3
+    for fd in sorted(kept):
+        os.closerange(start, fd)
+        start = fd + 1
+    os.closerange(start, 1 << 16)
+
+
+def serve_call(settings: dict, frame_write: int, devnull: int) -> "NoReturn":
+    """The child: read the request, run it, send the result as a frame, exit. It holds no reply pipe."""
     try:
+        set_process_limit(settings)
+        size = int.from_bytes(read_exactly(0, 8), "big")
+        # surrogatepass: the host encodes the code so; compile() then reports a lone surrogate as an error
+        code = read_exactly(0, size).decode("utf-8", "surrogatepass")
+        os.dup2(devnull, 0)
+        os.dup2(devnull, 2)
+        os.close(devnull)
         result = run_restricted(code, settings["max_output_chars"], guard=settings["guard"] != 0)
-        payload = repr(result).encode("utf-8", "backslashreplace")
+        frame = encode_frame(result)
     except MemoryError:
-        payload = b"{'ok': False, 'error': 'MemoryError: memory limit exceeded', 'kind': 'memory'}"
-    write_all(reply_fd, payload + b"\n")
+        frame = encode_frame({"ok": False, "error": "MemoryError: memory limit exceeded", "kind": "memory"})
+    except BaseException as exc:   # set-up failed: say why on stderr, if it is still bwrap's
+        os.write(2, f"sandbox worker: {type(exc).__name__}: {exc}\n".encode())
+        os._exit(1)
+    write_all(frame_write, frame)
+    os._exit(0)
+
+
+# What the child may say about its run; timeouts, CPU and crashes are for the worker and the host to report.
+FRAME_KINDS = ("ok", "exception", "forbidden", "memory")
+FRAME_SLACK = 65_536
+
+
+def encode_frame(result: dict) -> bytes:
+    """8-byte length, then `kind output-bytes error-bytes-or--1` and the two texts (UTF-8; a lone surrogate
+    is written as its escape, so the reply holds only valid text)."""
+    output = str(result.get("output") or "").encode("utf-8", "backslashreplace")
+    error = result.get("error")
+    error_bytes = b"" if error is None else str(error).encode("utf-8", "backslashreplace")
+    header = f"{result['kind']} {len(output)} {-1 if error is None else len(error_bytes)}\n".encode()
+    body = header + output + error_bytes
+    return len(body).to_bytes(8, "big") + body
+
+
+def read_frame(fd: int, limit: int) -> dict | str | None:
+    """The child's result: its fields, a complaint (text) if the frame is malformed or too long, or None if
+    the child ended without sending one. The child runs the code, so its frame is checked, never trusted."""
+    try:
+        size = int.from_bytes(read_exactly(fd, 8), "big")
+        if size > 2 * REPLY_BYTES_PER_CHAR * limit + FRAME_SLACK:
+            return f"the code's result is over the {2 * REPLY_BYTES_PER_CHAR * limit + FRAME_SLACK}-byte limit"
+        body = read_exactly(fd, size)
+    except EOFError:
+        return None
+    return decode_frame(body)
+
+
+def decode_frame(body: bytes) -> dict | str:
+    try:
+        header, rest = body.split(b"\n", 1)
+        kind, output_text, error_text = header.decode("ascii").split(" ")
+        output_size, error_size = int(output_text), int(error_text)
+        if kind not in FRAME_KINDS or output_size < 0 or len(rest) != output_size + max(error_size, 0):
+            raise ValueError("bad header")
+    except ValueError:
+        return "the code's process sent a malformed result"
+    output = rest[:output_size].decode("utf-8", "replace")
+    error = None if error_size < 0 else rest[output_size:].decode("utf-8", "replace")
+    return {"ok": kind == "ok", "kind": kind, "output": output, "error": error}
+
+
+def reply_line(fields: dict | str, limit: int) -> bytes:
+    """The one reply, built by the worker: a frame that broke the child's own caps is cut again here."""
+    if isinstance(fields, str):
+        fields = {"ok": False, "error": fields, "kind": "internal"}
+    for what in ("output", "error"):
+        text = fields.get(what)
+        if isinstance(text, str):
+            kept, cut = cap_text(text, limit + NOTE_ROOM)
+            fields[what] = fitted(what, kept, cut, limit, REPLY_BYTES_PER_CHAR * limit + NOTE_ROOM)
+    return repr(fields).encode("utf-8", "backslashreplace") + b"\n"
+
+
+def mirror_exit(child: int) -> "NoReturn":
+    """The child ended without a result: end the same way, so that bwrap reports its signal or exit code
+    to the host (SIGXCPU: the CPU limit) as when the code ran in the worker itself."""
+    import _signal
+
+    _, status = os.waitpid(child, 0)
+    if os.WIFSIGNALED(status):
+        signal_number = os.WTERMSIG(status)
+        _signal.signal(signal_number, _signal.SIG_DFL)
+        os.kill(os.getpid(), signal_number)
+    os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
+    raise AssertionError("unreachable")   # os.kill of itself with a signal that is ignored (none is)
 
 
 def start() -> None:

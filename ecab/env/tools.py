@@ -293,7 +293,8 @@ def _ask_user(box: ToolBox, params: dict, result: ToolResult) -> dict:
 async def _python_execute(box: ToolBox, params: dict, result: ToolResult) -> dict:
     code = params["code"]
     sandbox = box.sandbox or sandbox_mod.default_sandbox()
-    return await sandbox.run_code_async(code)
+    # The episode's own key: the shared sandbox queues calls per episode and serves episodes in turn.
+    return await sandbox.run_code_async(code, owner=box.sandbox_owner)
 
 
 def _recommend_product(box: ToolBox, params: dict, result: ToolResult) -> dict:
@@ -538,6 +539,8 @@ class ToolBox:
     sandbox: sandbox_mod.Sandbox | None = None
     history: list[ToolResult] = field(default_factory=list)
     extra_tools: tuple[str, ...] = ()      # tools.extra: import paths of users' Tool records (import_tools)
+    # This episode's key in the sandbox's fair queue: a fresh object, so no two boxes ever share one.
+    sandbox_owner: object = field(default_factory=object, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.search_mode not in SEARCH_MODES:
