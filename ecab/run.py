@@ -162,7 +162,11 @@ def move_aside(path: Path, keep: tuple[str, ...] = ()) -> Path:
             continue
     else:
         raise ConfigError(f"cannot move {path} aside: {path.name}.{stamp}* all taken")
-    for entry in sorted(path.iterdir()):
+    from ecab.runs.folder import MANIFEST
+    # The manifest moves last: until it goes, what is left still carries the identity it must resume under,
+    # so a kill in between can never leave episodes beside no manifest (or the new run's).
+    entries = sorted(path.iterdir(), key=lambda entry: (entry.name == MANIFEST, entry.name))
+    for entry in entries:
         if entry.name not in keep:
             entry.rename(aside / entry.name)
     return aside
@@ -243,21 +247,52 @@ def _prepare_locked(cfg: EcabConfig, tasks: list[Task], catalog, folder) -> None
     prices = agent_prices(cfg)
     if prices is not None:
         manifest["agent_prices"] = prices
-    old = folder.read_manifest()
-    if old and cfg.run.resume:
-        changed = [k for k in ("config_hash", "task_set_hash", "catalog_fingerprint") if old.get(k) != manifest[k]]
-        if changed:
-            raise ConfigError(f"run folder {folder.path} holds a run with a different "
-                              f"{' and '.join(c.replace('_', ' ') for c in changed)}; use another run.name, "
-                              "or run.resume=false to start afresh")
-    elif not cfg.run.resume and any(entry.name != LOCK_NAME for entry in folder.path.iterdir()):
-        aside = move_aside(folder.path, keep=(LOCK_NAME,))
-        print(f"run.resume=false: the previous run in {folder.path} was moved to {aside}")
+    if cfg.run.resume:
+        old = _old_manifest(folder)
+        _check_resumable(folder, old, manifest)
+    else:
+        old = None
+        if any(entry.name != LOCK_NAME for entry in folder.path.iterdir()):
+            aside = move_aside(folder.path, keep=(LOCK_NAME,))
+            print(f"run.resume=false: the previous run in {folder.path} was moved to {aside}")
+    # The manifest is written before any trajectory can be (the runner appends only after this returns): a
+    # kill before it leaves no episode, a kill after it leaves episodes only beside their own manifest.
     folder.create()
     folder.write_config(OmegaConf.to_yaml(OmegaConf.create(resolved)))
     folder.write_tasks(tasks)
-    manifest["started_at"] = old.get("started_at") if old and cfg.run.resume else time.strftime("%Y-%m-%dT%H:%M:%S")
+    manifest["started_at"] = old.get("started_at") if old is not None else time.strftime("%Y-%m-%dT%H:%M:%S")
     folder.write_manifest(manifest)
+
+
+def _check_resumable(folder, old: dict | None, manifest: dict) -> None:
+    """Refuse to resume into a folder whose episodes may be of another run: a different config, task set or
+    catalog, or episodes whose identity nobody recorded (no manifest)."""
+    if old is None:
+        if folder.holds_episodes():
+            raise ConfigError(f"run folder {folder.path} holds episodes but no {folder.manifest_path.name} (an "
+                              "interrupted move or a deleted manifest): move it away or use run.resume=false")
+        return
+    changed = [k for k in ("config_hash", "task_set_hash", "catalog_fingerprint") if old.get(k) != manifest[k]]
+    if changed:
+        raise ConfigError(f"run folder {folder.path} holds a run with a different "
+                          f"{' and '.join(c.replace('_', ' ') for c in changed)}; use another run.name, "
+                          "or run.resume=false to start afresh")
+
+
+def _old_manifest(folder) -> dict | None:
+    """The folder's manifest, None when it has none. One that is there but unreadable, or not an object, is an
+    error naming it: treating it as absent would let any config adopt the folder's episodes."""
+    if not folder.manifest_path.exists():
+        return None
+    try:
+        old = folder.read_manifest()
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"run folder {folder.path}: {folder.manifest_path.name} is unreadable ({exc}); "
+                          "move the folder away or use run.resume=false") from None
+    if not isinstance(old, dict):
+        raise ConfigError(f"run folder {folder.path}: {folder.manifest_path.name} is not a JSON object; "
+                          "move the folder away or use run.resume=false")
+    return old
 
 
 def run_episodes(cfg: Config, tasks: list[Task], catalog, folder, *, catalog_pool=None,

@@ -15,13 +15,13 @@ import io
 import logging
 import os
 import shutil
-import tempfile
 import warnings
 from pathlib import Path
 
 import numpy as np
 
 from ecab.catalog.embedding_model import DIM, MODEL_NAME
+from ecab.core.build_temp import make_temp_dir, sweep
 
 log = logging.getLogger(__name__)
 
@@ -144,8 +144,9 @@ def _ensure_export(transformer, tokenizer, max_tokens: int, model_dir) -> Path:
     with open(root / f"{target.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (target / MODEL_FILE).exists():
-            staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=root))
-            staging.chmod(0o755)   # mkdtemp makes it private; the cache may be shared
+            sweep(root)   # exports killed before their rename (only those whose owner is dead)
+            staging = make_temp_dir(root, f".{target.name}")
+            staging.chmod(0o755)   # the umask may make it private; the cache may be shared
             try:
                 _export(transformer, tokenizer, max_tokens, staging / MODEL_FILE)
                 staging.rename(target)

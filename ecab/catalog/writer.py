@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import time
-import uuid
 import warnings
 from dataclasses import dataclass
 from datetime import timedelta
@@ -26,6 +25,7 @@ from ecab.catalog.embedding_model import DIM
 from ecab.catalog.layout import (FORMAT_VERSION, META_FILE, PRODUCTS, REVIEWS, VECTOR_INDEX_MIN_ROWS,
                                  VECTOR_MAX_NPROBES, product_schema, product_search_text, review_schema,
                                  review_search_text, shard_dir, shard_of)
+from ecab.core.build_temp import make_temp_dir, sweep
 from ecab.fields import IMPLICIT_ELIGIBLE_FIELDS
 from ecab.schema import Product, Review
 
@@ -230,7 +230,8 @@ def build_catalog(batches: Iterable[CatalogBatch], out_dir: str | os.PathLike, *
     if shards < 1:
         raise ValueError(f"catalog.shards must be >= 1, got {shards}")
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_dir.parent / f".{out_dir.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    sweep_killed_builds(out_dir.parent)
+    tmp = make_temp_dir(out_dir.parent, f".{out_dir.name}")   # names this process: a later sweep knows it
     started = time.time()
     try:
         writers = [ShardWriter(shard_dir(tmp, i), embedder.dim) for i in range(shards)]
@@ -244,6 +245,15 @@ def build_catalog(batches: Iterable[CatalogBatch], out_dir: str | os.PathLike, *
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out_dir
+
+
+def sweep_killed_builds(parent: Path) -> None:
+    """Remove what builds killed before their rename left in `parent` (ecab/core/build_temp.py: only folders
+    whose owner is certainly dead, never a concurrent build's), and say so: it may be gigabytes."""
+    removed = sweep(parent)
+    if removed:
+        print(f"removed {len(removed)} temporary folder(s) of killed builds from {parent}: "
+              f"{', '.join(p.name for p in removed)}")
 
 
 @dataclass

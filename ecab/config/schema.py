@@ -245,6 +245,9 @@ class LimitsConfig(Section):
             raise ConfigError("runner.limits: need 1 <= min_concurrency <= max_concurrency")
 
 
+RUNNER_NAMES = ("local", "ray")   # ecab/runner/factory.py RUNNERS
+
+
 @dataclass
 class RunnerConfig(Section):
     KEY: ClassVar[str] = "runner"
@@ -252,6 +255,14 @@ class RunnerConfig(Section):
     concurrency: int = num("int", 1)            # episodes in flight
     max_attempts: int = num("int", 1)           # episode attempts when one ends in infra_error
     step_delay_s: Number = num("number", 0)     # test/bench aid: sleep before each agent turn
+    RUNNER: ClassVar[str] = ""                  # the runner.name whose keys this section has
+
+    def check(self) -> None:
+        # Here, not only where the runner is made: every check runs before the run folder exists.
+        self.choice("name", RUNNER_NAMES)
+        if self.RUNNER and self.name != self.RUNNER:
+            raise ConfigError(f"runner.name={self.name} needs the keys of conf/runner/{self.name}.yaml (choose "
+                              f"the runner with runner={self.name}, not runner.name=...)")
 
 
 def process_count(value: Any) -> int | None:
@@ -275,7 +286,10 @@ class LocalRunnerConfig(RunnerConfig):
     # runner=local keeps no `limits` block: the limiter's defaults (LimitsConfig) apply
     limits: LimitsConfig = field(default_factory=LimitsConfig)
 
+    RUNNER: ClassVar[str] = "local"
+
     def check(self) -> None:
+        super().check()
         process_count(self.processes)
 
 
@@ -288,6 +302,7 @@ class RayRunnerConfig(RunnerConfig):
     catalog_max_concurrency: int = num("int", 1)
     worker_restarts: int = num("int", 0)
     limits: LimitsConfig = field(default_factory=LimitsConfig)
+    RUNNER: ClassVar[str] = "ray"
 
 
 # ------------------------------------------------------------------------------------------ root groups

@@ -18,10 +18,12 @@ from typing import Any, Callable
 
 from ecab.catalog.base import CatalogReader
 from ecab.catalog.first_run import benchmark_part, first_run_notice
+from ecab.catalog.writer import sweep_killed_builds
 from ecab.construct.benchmark_folder import BENCHMARK_FILE, write_fingerprint
 from ecab.construct.pipeline import construct
 from ecab.construct.settings import construct_settings
 from ecab.construct.task_selection import needs_more, per_intent_needed
+from ecab.core.build_temp import make_temp_dir
 from ecab.schema import read_tasks
 
 CODE_FILES = ("construct", "judge/rules.py", "core/rubric_checks.py", "core/rubric_types.py", "core/text.py",
@@ -126,12 +128,16 @@ def _ensure(cfg: Any, catalog: CatalogReader, cache_dir: str | Path, n_per_inten
     with open(root / f"{fp}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (final / BENCHMARK_FILE).exists():
-            tmp = root / f"{fp}.tmp-{os.getpid()}"
-            shutil.rmtree(tmp, ignore_errors=True)
-            result = construct(cfg, catalog, opener=opener, out_dir=tmp, progress=progress,
-                               n_per_intent=n_per_intent)
-            write_fingerprint(tmp, {"fingerprint": fingerprint, "catalog": catalog.fingerprint,
-                                    "construct": construct_fields(cfg, n_per_intent),
-                                    "audit": result.audit.headline() if result.audit is not None else None})
-            os.replace(tmp, final)
+            sweep_killed_builds(root)
+            tmp = make_temp_dir(root, fp)   # names this process: a later sweep knows whether it died
+            try:
+                result = construct(cfg, catalog, opener=opener, out_dir=tmp, progress=progress,
+                                   n_per_intent=n_per_intent)
+                write_fingerprint(tmp, {"fingerprint": fingerprint, "catalog": catalog.fingerprint,
+                                        "construct": construct_fields(cfg, n_per_intent),
+                                        "audit": result.audit.headline() if result.audit is not None else None})
+                os.replace(tmp, final)
+            except BaseException:   # an error or Ctrl-C: nothing half built stays (a kill: the next sweep)
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
     return final / BENCHMARK_FILE

@@ -20,11 +20,14 @@ def load_tasks(cfg: EcabConfig, catalog=None) -> list[Task]:
     else:
         from ecab.construct.benchmark_cache import ensure_benchmark
         path = ensure_benchmark(cfg, catalog, Path(cfg.cache_dir))
-    tasks = [t for t in read_tasks(str(path), max_line_bytes=cap) if t.is_ok]
+    every = read_tasks(str(path), max_line_bytes=cap)
+    if not every:   # an empty (or blank) file: say which one, a user may have several benchmark files
+        raise ConfigError(f"{path}: the benchmark file holds no tasks (it is empty)")
+    tasks = [t for t in every if t.is_ok]
     bench = cfg.benchmark
     ids = None if bench.ids is None else [str(i) for i in bench.ids]
     tasks = select_tasks(tasks, limit=bench.limit, ids=ids, shuffle=bool(bench.shuffle), seed=cfg.seed,
                          source=str(path))
     if not tasks:
-        raise ConfigError("the benchmark has no runnable tasks (sample_status ok)")
+        raise ConfigError(f"{path}: the benchmark has no runnable tasks (sample_status ok)")
     return tasks

@@ -17,7 +17,10 @@ def ensure_ray(address: str | None = None, **init_kwargs: Any) -> bool:
         return False
     # The processes a local Ray starts inherit this process's environment: set it up first, whoever calls.
     configure_process_env()
-    kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": "warning", "log_to_driver": True,
+    # Ray's driver-side logger at "error": its warnings at start (e.g. "Token authentication is enabled for this
+    # Ray cluster") are advice to Ray's users, printed before and in the way of ecab's own one-line error. Its
+    # errors still print; RAY_AUTH_MODE is left alone (setting it would change whom a cluster admits).
+    kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": "error", "log_to_driver": True,
                               **init_kwargs}
     ray.init(address=address or None, **kwargs)
     return True

@@ -104,6 +104,11 @@ class RunFolder:
     def has_trajectories(self) -> bool:
         return self.trajectories_dir.is_dir() and any(self.trajectories_dir.iterdir())
 
+    def holds_episodes(self) -> bool:
+        """Whether the folder holds a run's results (trajectories or verdicts), whose identity only its manifest
+        records: ecab.run refuses to resume such a folder without one."""
+        return self.has_trajectories() or bool(self.judge_files()) or self.legacy_verdicts_path.exists()
+
     def append_trajectory(self, writer: str, traj: Trajectory) -> None:
         """Safe from several threads: runners call it off their event loop, and appends take turns. The record
         is compressed before taking the turn (zlib lets other threads run meanwhile)."""

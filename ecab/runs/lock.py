@@ -24,21 +24,13 @@ import socket
 import time
 from pathlib import Path
 
+from ecab.core.liveness import boot_id as _boot_id, proc_start as _proc_start
+
 LOCK_NAME = ".lock"
 
 
 class RunLocked(RuntimeError):
     """Another live run holds the run folder."""
-
-
-def _proc_start(pid: int) -> str | None:
-    """When process `pid` started (clock ticks since boot, /proc/<pid>/stat field 22), or None if there is no
-    such process: with the boot id it tells a live holder from a later process that reuses its pid."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[19]
 
 
 def describe(holder: dict) -> str:
@@ -120,10 +112,3 @@ class RunLock:
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
 
-
-def _boot_id() -> str:
-    """This boot of this host (a pid recorded before a reboot says nothing about the pids of this one)."""
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return ""

@@ -6,12 +6,14 @@ import gzip
 import io
 import itertools
 import json
+import math
 import zlib
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator
 
 from ecab.schema.record import FormatError, Record
 from ecab.schema.task import Task
+from ecab.schema.trajectory import Trajectory
 
 DEFAULT_MAX_LINE_BYTES = 4 * 2**20   # a task line longer than this is refused (benchmark.max_line_bytes)
 GZIP_SUFFIX = ".gz"
@@ -48,9 +50,12 @@ def iter_jsonl(path: str | Path, *, max_line_bytes: int | None = None) -> Iterat
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
+                obj = json.loads(line, parse_constant=_refuse_constant)
             except json.JSONDecodeError as exc:
                 raise FormatError(f"malformed JSON: {exc.msg} (column {exc.colno})", path=path, line=lineno) from None
+            except NonStandardNumber as exc:
+                raise FormatError(f"{exc} is not a JSON number (standard JSON has no NaN or Infinity)",
+                                  path=path, line=lineno) from None
             if not isinstance(obj, dict):
                 raise FormatError(f"expected a JSON object, got {type(obj).__name__}", path=path, line=lineno)
             yield lineno, obj
@@ -77,10 +82,41 @@ def read_tasks(path: str | Path, *, max_line_bytes: int | None = DEFAULT_MAX_LIN
     return list(iter_tasks(path, max_line_bytes=max_line_bytes))
 
 
+class NonStandardNumber(ValueError):
+    """NaN, Infinity or -Infinity in a JSON text: Python's json accepts them, standard JSON (jq, JavaScript, the
+    report) does not, and a NaN score would pass every comparison unnoticed."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise NonStandardNumber(name)
+
+
 def dumps(record: Record | dict) -> str:
-    """One JSONL line (no newline), UTF-8 kept as is like the original writer."""
+    """One JSONL line (no newline), UTF-8 kept as is like the original writer. Only standard JSON: a NaN or
+    infinite number in a record is a FormatError naming the record (the readers refuse it too), except in a
+    trajectory, whose numbers can come from a model's tool arguments: they are kept as strings ("NaN") so the
+    finished episode is written, not lost."""
     data = record.to_dict() if isinstance(record, Record) else record
-    return json.dumps(data, ensure_ascii=False)
+    if isinstance(record, Trajectory):
+        data = _finite(data)
+    try:
+        return json.dumps(data, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        name = type(record).__name__
+        rid = getattr(record, "id", None) or (record.get("id") if isinstance(record, dict) else None)
+        raise FormatError(f"{name}{f' {rid!r}' if rid else ''} holds NaN or Infinity, which standard JSON has "
+                          "no number for") from None
+
+
+def _finite(value: Any) -> Any:
+    """`value` with every NaN or infinite float replaced by its name as a string."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return json.dumps(value)   # "NaN", "Infinity", "-Infinity"
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
 
 
 def write_jsonl(path: str | Path, records: Iterable[Record | dict]) -> int:
