@@ -9,7 +9,7 @@ export RAY_USAGE_STATS_ENABLED=0
 export HF_HUB_OFFLINE=1
 export TOKENIZERS_PARALLELISM=false
 
-.PHONY: run test install bench bench-peer clean
+.PHONY: run test test-slow test-all install bench bench-peer clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,8 +24,18 @@ install: $(STAMP)
 run: $(STAMP)
 	$(PY) -m ecab.run $(ARGS)
 
+# Two tiers (pyproject's `slow` marker): `make test`, the fast tier, is what a developer runs before a commit;
+# `make test-all` (what CI runs, .ci/run) adds the slow tier. Both run on every core (pytest-xdist); tests
+# marked with one xdist_group share one worker (--dist loadgroup): "ray" (one Ray at a time) and "view_runs"
+# (one worker builds the report tests' two runs). XDIST= runs in one process.
+XDIST ?= -n auto --dist loadgroup
 test: $(STAMP)
-	$(PY) -m pytest -q $(ARGS)
+	$(PY) -m pytest -q $(XDIST) -m "not slow" $(ARGS)
+
+test-slow: $(STAMP)
+	$(PY) -m pytest -q $(XDIST) -m slow $(ARGS)
+
+test-all: test test-slow
 
 bench: $(STAMP)
 	$(PY) -m ecab.bench.search

@@ -12,6 +12,7 @@ broken set-up).
 """
 from __future__ import annotations
 
+import asyncio
 import inspect
 import itertools
 import os
@@ -62,6 +63,15 @@ def pytest_runtest_makereport(item, call):
     if report.skipped and isinstance(report.longrepr, tuple) and RELEASED_SAMPLES_MISSING in str(report.longrepr[2]):
         report.longrepr = (__file__, _FINDER_LINE, report.longrepr[2])
     return report
+
+
+@pytest.hookimpl(tryfirst=True)   # before `-m` selects by marker
+def pytest_collection_modifyitems(config, items):
+    """tests/redteam/'s attack suites (kill and rerun whole runs at every step) are the slow tier, like the
+    tests marked `slow` where they are defined (pyproject.toml's markers)."""
+    for item in items:
+        if item.path.is_relative_to(REPO_ROOT / "tests" / "redteam"):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")
@@ -266,3 +276,40 @@ def untimed(value):
     if isinstance(value, list):
         return [untimed(v) for v in value]
     return value
+
+
+class _VirtualTimeSelector:
+    """Wraps an event loop's selector: when nothing is ready, instead of blocking until the next timer it moves
+    the loop's virtual clock to that timer (see `run_in_virtual_time`)."""
+
+    def __init__(self, selector, loop: "VirtualTimeLoop"):
+        self._selector, self._loop = selector, loop
+
+    def select(self, timeout=None):
+        events = self._selector.select(0 if timeout is not None else None)
+        if not events and timeout:
+            self._loop.now += timeout
+        return events
+
+    def __getattr__(self, name):
+        return getattr(self._selector, name)
+
+
+class VirtualTimeLoop(asyncio.SelectorEventLoop):
+    """An event loop whose time() is virtual: sleeps and timers complete at once, in the right order, and the
+    clock reads exactly what they add up to, however loaded the machine is."""
+
+    def __init__(self):
+        super().__init__()
+        self.now = 0.0
+        self._selector = _VirtualTimeSelector(self._selector, self)
+        self._clock_resolution = 1e-9
+
+    def time(self) -> float:
+        return self.now
+
+
+def run_in_virtual_time(main):
+    """asyncio.run(main) on a VirtualTimeLoop: code under test takes `clock=asyncio.get_running_loop().time`."""
+    with asyncio.Runner(loop_factory=VirtualTimeLoop) as runner:
+        return runner.run(main)

@@ -37,6 +37,7 @@ def test_a_typo_on_the_command_line_is_one_line_and_runs_nothing(tmp_path):
     assert not (tmp_path / "runs").exists() and not (tmp_path / "cache").exists()
 
 
+@pytest.mark.slow
 def test_a_plugin_option_is_still_added_with_plus(small_run_cache, tmp_path):
     preflight(["+model.options.k=v"])
     assert parse(load_config(["+model.options.k=v"])).model.options == {"k": "v"}

@@ -153,6 +153,7 @@ def wait_for(predicate, proc, timeout=180.0):
     raise AssertionError("timed out")
 
 
+@pytest.mark.slow
 def test_a_second_run_is_refused_and_a_killed_runs_lock_is_taken_over(base, first_run, tmp_path, capsys):
     overrides = [*base, f"run.dir={tmp_path}", "run.name=shared"]
     slow = [*overrides, "runner.step_delay_s=0.2", "runner.concurrency=1"]   # never changes a result
@@ -186,6 +187,7 @@ def test_a_second_run_is_refused_and_a_killed_runs_lock_is_taken_over(base, firs
 
 # ------------------------------------------------------------------------------------- 8: failures
 
+@pytest.mark.slow
 def test_infra_errors_are_in_the_headline_the_exit_code_and_the_retry_count(base, first_run, tmp_path):
     proc = cli(*base, "model=sim", "model.sim.rate_5xx=1.0", "model.max_attempts=3", "runner.max_attempts=1",
                "benchmark.limit=3", f"run.dir={tmp_path}", "run.name=broken")

@@ -50,6 +50,7 @@ def test_long_differences_keep_a_readable_prefix_and_a_hash():
     assert len(suffix) <= naming.MAX_SUFFIX and len(suffix.rsplit("-", 1)[1]) == naming.HASH_CHARS
 
 
+@pytest.mark.slow
 def test_a_sweep_over_any_keys_never_collides():
     """Names are distinct whenever identities (config hashes) are: the collision `-m` sweeps died of."""
     axes = [["model=heuristic", "model=oracle"], ["budget=25", "budget=50"], ["benchmark.limit=null", "benchmark.limit=5"],

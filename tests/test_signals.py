@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from ecab.runs import RunFolder
 from conftest import SMALL_RUN
 
@@ -28,6 +30,7 @@ def finished_episodes(folder: RunFolder) -> int:
         return 0
 
 
+@pytest.mark.slow
 def test_sigterm_stops_a_run_with_one_line_and_keeps_finished_episodes(small_run_cache, tmp_path):
     runs = tmp_path / "runs"
     folder = RunFolder(runs / "stopped")

@@ -21,6 +21,7 @@ def study(small_run_cache, tmp_path_factory) -> tuple[Path, dict]:
     return out, json.loads((out / "budget_study.json").read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow
 def test_the_study_runs_every_budget_as_a_run_folder_with_its_report(study):
     out, saved = study
     assert saved["budgets"] == [2, 50] and saved["largest_budget"] == 50 and saved["model"] == "oracle"
@@ -35,6 +36,7 @@ def test_the_study_runs_every_budget_as_a_run_folder_with_its_report(study):
     assert (out / "budget_study.png").read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.slow
 def test_each_budget_has_a_wilson_interval_terminations_and_cut_points(study):
     _, saved = study
     small, large = saved["rows"]
@@ -52,6 +54,7 @@ def test_each_budget_has_a_wilson_interval_terminations_and_cut_points(study):
     assert small["accuracy_if_largest_cut_here"] == 0.0 and large["accuracy_if_largest_cut_here"] == 1.0
 
 
+@pytest.mark.slow
 def test_the_study_table(study):
     out, _ = study
     md = (out / "budget_study.md").read_text(encoding="utf-8")
@@ -60,6 +63,7 @@ def test_the_study_table(study):
     assert "| 2 | 0.0% [0.0%, 65.8%] | 0.0% |" in md and "ended budget exhausted" in md
 
 
+@pytest.mark.slow
 def test_a_second_study_resumes_every_run(study, small_run_cache, capsys):
     out, saved = study
     runs = out.parent

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import SMALL_RUN
 from ecab.config import load_config
 from ecab.config.naming import sweep_name
@@ -39,6 +41,7 @@ def empty_folders(root: Path) -> list[Path]:
     return [Path(d) for d, dirs, files in os.walk(root) if not dirs and not files]
 
 
+@pytest.mark.slow
 def test_a_sweep_writes_one_folder_per_job_and_the_table(small_run_cache, tmp_path):
     runs = tmp_path / "runs"
     swept = ["model=oracle,random", "benchmark.limit=2,3"]
@@ -60,6 +63,7 @@ def test_a_sweep_writes_one_folder_per_job_and_the_table(small_run_cache, tmp_pa
     assert {p.name for p in runs.iterdir()} == names | {table.name} and empty_folders(runs) == []
 
 
+@pytest.mark.slow
 def test_a_failing_job_leaves_the_others_table(small_run_cache, tmp_path):
     runs = tmp_path / "runs"
     (tmp_path / "double").mkdir()

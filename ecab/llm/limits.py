@@ -29,7 +29,7 @@ import heapq
 import itertools
 import time
 from dataclasses import asdict, dataclass
-from typing import AsyncIterator, Protocol
+from typing import AsyncIterator, Callable, Protocol
 
 from ecab.config import LimitsConfig
 
@@ -211,8 +211,9 @@ class AimdWindow:
 class AdaptiveLimiter:
     """AIMD concurrency window for one endpoint, on one asyncio loop."""
 
-    def __init__(self, settings: LimiterSettings | None = None):
+    def __init__(self, settings: LimiterSettings | None = None, *, clock: Callable[[], float] = time.monotonic):
         self.settings = settings or LimiterSettings()
+        self.clock = clock   # monotonic seconds, the same clock as the running loop's (a test passes loop.time)
         self.aimd = AimdWindow(self.settings)
         self.in_flight = 0
         # Callers waiting for a slot, first come first served. A release hands the freed slot straight
@@ -246,10 +247,10 @@ class AdaptiveLimiter:
         return max(self._pause_end(retry), self._next_start_at)
 
     def _can_start(self, retry: bool = False) -> bool:
-        return self.in_flight < int(self.window) and time.monotonic() >= self._resume_at(retry)
+        return self.in_flight < int(self.window) and self.clock() >= self._resume_at(retry)
 
     def _take(self) -> None:
-        now = time.monotonic()
+        now = self.clock()
         interval = self.aimd.pace_interval(now)
         if interval:
             self._next_start_at = max(now, self._next_start_at) + interval
@@ -273,7 +274,7 @@ class AdaptiveLimiter:
             return
         waiter = asyncio.get_running_loop().create_future()
         if retry:
-            entry = (time.monotonic() if since is None else since, next(self._arrivals), waiter)
+            entry = (self.clock() if since is None else since, next(self._arrivals), waiter)
             heapq.heappush(self._retries, entry)
         else:
             self._waiters.append(waiter)
@@ -302,7 +303,7 @@ class AdaptiveLimiter:
         if retry is None:
             return
         resume_at = self._resume_at(retry)
-        if resume_at <= time.monotonic():
+        if resume_at <= self.clock():
             return
         timer = self._pause_timer
         if timer is not None and timer.when() <= resume_at + 1e-3:
@@ -315,12 +316,12 @@ class AdaptiveLimiter:
             self._dispatch()
 
         loop = asyncio.get_running_loop()
-        self._pause_timer = loop.call_at(loop.time() + resume_at - time.monotonic(), resume)
+        self._pause_timer = loop.call_at(loop.time() + resume_at - self.clock(), resume)
 
     def release(self, outcome: str = OK, retry_after: float | None = None, latency_s: float | None = None) -> None:
         in_flight = self.in_flight
         self.in_flight = max(0, self.in_flight - 1)
-        self.aimd.record(outcome, retry_after, latency_s, time.monotonic(), in_flight=in_flight)
+        self.aimd.record(outcome, retry_after, latency_s, self.clock(), in_flight=in_flight)
         self.wake()
 
     def wake(self) -> None:

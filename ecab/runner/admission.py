@@ -23,7 +23,7 @@ import asyncio
 import collections
 import statistics
 import time
-from typing import Any
+from typing import Any, Callable
 
 from ecab.config import AdmissionConfig
 
@@ -44,15 +44,17 @@ class Admission:
     """`async with admission:` around an episode: waits until the window has room. `run_probe()` is the
     controller; the caller runs it as a task for the duration of the run and cancels it at the end."""
 
-    def __init__(self, concurrency: int, settings: AdmissionSettings | None = None):
+    def __init__(self, concurrency: int, settings: AdmissionSettings | None = None, *,
+                 clock: Callable[[], float] = time.monotonic):
         self.settings = settings or AdmissionSettings()
+        self._clock = clock   # monotonic seconds; a test passes a fake one
         self.limit = max(1, concurrency)
         self.window = float(min(self.limit, self.settings.initial) if self.settings.enabled else self.limit)
         self.in_flight = 0
         self._waiting: collections.deque[asyncio.Future] = collections.deque()
         self._last_decision: float | None = None
         self._recent: list[float] = []   # the probes since the last decision
-        self._last_change = time.monotonic()
+        self._last_change = clock()
         self._started_at = self._last_change
         self._area = 0.0        # integral of episodes in flight over time, for the mean
         self.peak_in_flight = 0
@@ -102,7 +104,7 @@ class Admission:
                 future.set_result(None)
 
     def _account(self) -> None:
-        now = time.monotonic()
+        now = self._clock()
         self._area += self.in_flight * (now - self._last_change)
         self._last_change = now
 
@@ -114,9 +116,9 @@ class Admission:
         loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(self.settings.probe_interval_s)
-            sent = time.monotonic()
+            sent = self._clock()
             await loop.run_in_executor(None, _noop)
-            now = time.monotonic()
+            now = self._clock()
             self.observe(now - sent, now)
 
     def observe(self, delay_s: float, now: float) -> None:

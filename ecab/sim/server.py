@@ -33,7 +33,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field, fields
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from aiohttp import web
 
@@ -105,14 +105,15 @@ class TokenBucket:
     as hosted APIs do, so a burst hits them without waiting a minute); `take(n)` returns 0 when granted,
     else the seconds until it would be."""
 
-    def __init__(self, per_minute: float):
+    def __init__(self, per_minute: float, *, clock: Callable[[], float] = time.monotonic):
         self.rate = float(per_minute) / 60.0
         self.capacity = max(1.0, self.rate)
         self.level = self.capacity
-        self.stamp = time.monotonic()
+        self.clock = clock   # monotonic seconds; a test passes a fake one
+        self.stamp = clock()
 
     def take(self, amount: float) -> float:
-        now = time.monotonic()
+        now = self.clock()
         self.level = min(self.capacity, self.level + (now - self.stamp) * self.rate)
         self.stamp = now
         amount = min(amount, self.capacity)   # a request bigger than the bucket waits for a full one

@@ -126,6 +126,7 @@ def test_episode_through_the_llm_path_matches_the_heuristic(tasks, catalog, heur
     assert stats["ok"] == sum(len(t.steps) for t in runs) and stats["429_random"] == 0
 
 
+@pytest.mark.slow
 def test_429_storm_every_episode_completes_and_retries_are_counted(tasks, catalog, heuristic_runs):
     with agent_sim({"rate_429": 0.3, "retry_after_s": 0.02, "seed": 3}) as sim:
         runs = run_llm(tasks, catalog, sim.base_url, model_cfg(max_attempts=12))
@@ -327,6 +328,7 @@ def test_missing_key_is_a_clear_error(monkeypatch):
         model_settings({"name": "x", "model_id": "x", "api_key_env": "K", "api_key": "sk-inline"})
 
 
+@pytest.mark.slow
 def test_missing_key_stops_the_run_before_any_work(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "OPENROUTER_API_KEY"}
     env["ECAB_CACHE_DIR"] = str(tmp_path / "cache")
@@ -376,6 +378,7 @@ def test_retry_policy_honours_retry_after_capped_else_backs_off():
     assert waits == []                                                # a 400 is never retried
 
 
+@pytest.mark.slow
 def test_end_to_end_run_with_model_sim(tmp_path):
     """`python -m ecab.run model=sim`: builds a small catalog and benchmark, starts the simulator, runs,
     judges, reduces; the key the agent sent never reaches the run folder."""

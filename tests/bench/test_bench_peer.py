@@ -42,6 +42,7 @@ def ecab_results(small_overrides):
     return results, sim.stats
 
 
+@pytest.mark.slow
 def test_ecab_side_runs_every_episode_and_records_its_calls(ecab_results):
     (at2, at4), stats = ecab_results
     for result in (at2, at4):
@@ -59,12 +60,14 @@ def test_ecab_side_runs_every_episode_and_records_its_calls(ecab_results):
     assert row["cpu_ms_per_turn"] > 0
 
 
+@pytest.mark.slow
 def test_same_tasks_make_identical_calls_at_any_concurrency(ecab_results):
     (at2, at4), _ = ecab_results
     check = identical_calls({"ecab@2": at2["episodes"], "ecab@4": at4["episodes"]})
     assert check == {"tasks": TASKS, "identical": TASKS, "differing": []}
 
 
+@pytest.mark.slow
 def test_a_different_call_result_or_a_failure_is_not_identical(ecab_results):
     (at2, at4), _ = ecab_results
     other = copy.deepcopy(at4["episodes"])

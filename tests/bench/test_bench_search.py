@@ -1,4 +1,6 @@
 """The search benchmark's verdicts and its replica-memory probe (ecab/bench/search.py)."""
+import pytest
+
 from ecab.bench.search import Row, measure, replica_memory, target_verdict, timed_and_warmup_queries
 
 
@@ -18,6 +20,7 @@ def test_each_size_is_held_to_the_largest_target_it_reaches():
     assert "NOT MET (21.00 ms)" in target_verdict(3_700_000, 8, hybrid(21.0, 90.0, 85.0))
 
 
+@pytest.mark.slow
 def test_replica_memory_is_a_fresh_process_opening_and_serving_the_catalog(small_catalog):
     opened, peak = replica_memory(small_catalog.path, ["wireless charger", "black face mask brush"], 2)
     assert 50 < opened <= peak < 4096        # an interpreter with lancedb and the query encoder loaded

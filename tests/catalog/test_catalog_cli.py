@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+# Builds catalogs through the command line in subprocesses: the slow tier (make test-slow).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 SMALLER, SMALL = "catalog.products=200", "catalog.products=300"
 

@@ -18,6 +18,10 @@ from ecab.catalog.build import CatalogConfigError, catalog_fingerprint, ensure_c
 from ecab.catalog.layout import META_FILE, PRODUCTS, REVIEWS, read_meta, shard_dir
 from ecab.catalog.ray_build import STATE_FILE
 
+# Starts a Ray of its own: one at a time under pytest-xdist (`--dist loadgroup`, the Makefile's XDIST).
+# Slow (Ray, whole builds): make test-slow.
+pytestmark = [pytest.mark.xdist_group("ray"), pytest.mark.slow]
+
 # Small enough for the suite (a 10k comparison: python -m ecab.bench.build --products 10000); two shards so
 # the routing is compared too, six batches so a build can be killed between them.
 CATALOG = {"source": "synthetic", "products": 120, "seed": 3, "shards": 2, "batch_size": 20,

@@ -90,6 +90,7 @@ def _target_listing(task, real):
     return next(p for p, _, _ in real if p.product_id == task.target_product.product_id)
 
 
+@pytest.mark.slow
 def test_the_query_matches_are_the_full_factorial_over_the_hidden_rubrics(world, verdicts):
     tasks, real, _, line = world
     for task in tasks:
@@ -331,6 +332,7 @@ def _attack_hits(families, target_of, score) -> tuple[float, float]:
 _HIDDEN_NUMBER = {"average_rating": "average_rating", "log rating_number": "rating_number", "price": "price"}
 
 
+@pytest.mark.slow
 def test_an_attacker_cannot_tell_the_target_from_its_siblings(world, verdicts, released_samples):
     """A perfect query-reader is left with the family's query matches (the cube); the attacks below pick one
     of them by form alone, in two catalogs (seeds 0 and 1: 68 families). The cues of issue 27 found the

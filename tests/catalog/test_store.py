@@ -562,9 +562,10 @@ def test_concurrent_identical_searches_run_once_and_share_the_page_or_the_error(
     threads = [threading.Thread(target=ask, args=(q,)) for q in ["usb charger"] * 4 + ["broken"] * 3]
     for t in threads:
         t.start()
-    while len(calls) < 2:   # both distinct searches are running; let the repeats queue up behind them
+    # Both distinct searches are running and all five repeats have joined them (a repeat counts its hit as it
+    # finds the running search): waited for by count, not for a fixed time a loaded machine may overrun.
+    while len(calls) < 2 or cache.hits < 5:
         threading.Event().wait(0.01)
-    threading.Event().wait(0.2)
     gate.set()
     for t in threads:
         t.join()

@@ -158,6 +158,7 @@ _RUN = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_byte_identical_across_processes_and_worker_counts(small_catalog, tmp_path):
     script = tmp_path / "run.py"
     script.write_text(_RUN)

@@ -13,6 +13,9 @@ from conftest import REPO_ROOT, SMALL_RUN
 
 import ecab
 
+# Whole runs in spawned processes and on Ray (minutes): the slow tier (make test-slow).
+pytestmark = pytest.mark.slow
+
 
 def run_cli(module, *args, cwd=REPO_ROOT, timeout=900):
     proc = subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, capture_output=True, text=True,
@@ -44,6 +47,7 @@ def test_the_plain_python_agent_runs_by_its_config_name_in_spawned_processes(com
         assert record["model"] == "example-agent" and record["termination"] == "recommended"
 
 
+@pytest.mark.xdist_group("ray")   # starts a Ray: one at a time under pytest-xdist
 def test_the_loop_agent_the_custom_judge_and_a_users_tool_run_under_ray(common):
     from pathlib import Path
     run_cli("ecab.run", *common, "model=example-loop-agent", "judge=example-judge", "runner=ray",

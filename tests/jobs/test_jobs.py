@@ -40,6 +40,7 @@ def test_sweep_argv_is_a_ray_multirun_unless_told_otherwise():
     assert sweep.sweep_argv(["-m", "runner=local"]) == ["ecab.run", "-m", "runner=local"]
 
 
+@pytest.mark.slow
 def test_a_sweep_writes_one_run_folder_per_combination(small_run_cache, tmp_path):
     runs = tmp_path / "runs"
     done = job("sweep.py", "model=oracle,random", "benchmark.limit=2", "runner=local", *SMALL_RUN,
@@ -56,6 +57,7 @@ def test_a_sweep_writes_one_run_folder_per_combination(small_run_cache, tmp_path
     assert len(sweep_dirs) == 1 and (sweep_dirs[0] / "multirun.yaml").is_file()
 
 
+@pytest.mark.xdist_group("ray")   # starts a Ray: one at a time under pytest-xdist
 @pytest.mark.slow
 def test_a_budget_study_tabulates_every_budget_on_a_local_ray(small_run_cache, tmp_path):
     runs = tmp_path / "runs"
@@ -164,6 +166,7 @@ def submit(head: dict, *entrypoint: str, token: bool = True) -> subprocess.Compl
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
 
 
+@pytest.mark.xdist_group("ray")   # starts a Ray: one at a time under pytest-xdist
 @pytest.mark.slow
 def test_a_sweep_submitted_with_the_token_runs_on_the_ray_head(ray_head, small_run_cache, tmp_path):
     runs = tmp_path / "runs"
@@ -188,6 +191,7 @@ def test_a_sweep_submitted_with_the_token_runs_on_the_ray_head(ray_head, small_r
     assert any(a.get("class_name") == "EpisodeWorkerService" for a in json.loads(actors.stdout)), actors.stdout[-2000:]
 
 
+@pytest.mark.xdist_group("ray")   # starts a Ray: one at a time under pytest-xdist
 @pytest.mark.slow
 def test_a_sweep_without_the_token_is_refused_in_one_line(ray_head, tmp_path):
     env = {k: v for k, v in ray_head["env"].items() if not k.startswith("RAY_AUTH")}

@@ -413,6 +413,7 @@ def test_split_sentences():
     assert all(len(s.split()) <= 40 for s in sentences)
 
 
+@pytest.mark.slow
 def test_threshold_calibration_reproduces_the_constant(checker):
     positives = [(o, s + CHATTER) for o, s in POSITIVE_PAIRS]
     negatives = [(o, s + CHATTER) for o, s in NEGATIVE_PAIRS]

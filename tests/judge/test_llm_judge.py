@@ -400,6 +400,7 @@ def oracle_run(tmp_path_factory):
     return root / "runs" / "oracle", env
 
 
+@pytest.mark.slow
 def test_rejudge_cli_writes_both_verdict_files_and_hits_the_cache(oracle_run, endpoint, embedder):
     run_dir, env = oracle_run
     folder = RunFolder(run_dir)

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
+import pytest
+
+from conftest import run_in_virtual_time
 from ecab.llm.limits import NEW_CALL_GRACE, OK, THROTTLED, AdaptiveLimiter, AimdWindow, LimiterSettings
 
 
@@ -31,23 +33,27 @@ def test_a_freed_slot_goes_to_a_retry_before_earlier_new_calls():
 
 
 def test_retry_after_pauses_every_call_and_new_calls_a_little_longer():
-    async def scenario() -> tuple[float, float]:
-        limiter = AdaptiveLimiter(LimiterSettings(max_concurrency=8))
+    # In virtual time (conftest.VirtualTimeLoop): the waits are exactly what the limiter scheduled.
+    async def scenario() -> tuple[float, float, list[str]]:
+        loop = asyncio.get_running_loop()
+        limiter = AdaptiveLimiter(LimiterSettings(max_concurrency=8), clock=loop.time)
         await limiter.acquire()
         limiter.release(THROTTLED, retry_after=0.2)
-        started = time.monotonic()
+        started, order = loop.time(), []
 
         async def timed(retry: bool) -> float:
             await limiter.acquire(retry)
+            order.append("retry" if retry else "new")
             limiter.release()
-            return time.monotonic() - started
+            return loop.time() - started
 
         new_wait, retry_wait = await asyncio.gather(timed(False), timed(True))
-        return new_wait, retry_wait
+        return new_wait, retry_wait, order
 
-    new_wait, retry_wait = asyncio.run(scenario())
-    assert 0.19 <= retry_wait < 0.2 * (1 + NEW_CALL_GRACE)    # retries honour Retry-After and go first
-    assert new_wait >= 0.2 * (1 + NEW_CALL_GRACE) - 0.01      # new calls wait a little longer
+    new_wait, retry_wait, order = run_in_virtual_time(scenario())
+    assert order == ["retry", "new"]                                    # retries go first
+    assert retry_wait == pytest.approx(0.2)                             # retries honour Retry-After
+    assert new_wait >= 0.2 * (1 + NEW_CALL_GRACE)                       # new calls wait a little longer
 
 
 def test_a_cancelled_waiter_gives_back_nothing_and_leaves_the_queue():
@@ -102,16 +108,16 @@ def test_a_paced_429_waits_in_the_limiter_not_in_tenacity_and_is_logged_with_its
 
     async def scenario() -> tuple[float, RetryLog]:
         log, attempts = RetryLog(), 0
-        started = time.monotonic()
+        started = asyncio.get_running_loop().time()
         async for attempt in retrying(on_retry=log.record, max_attempts=3, paced=True):
             with attempt:
                 attempts += 1
                 if attempts == 1:
                     raise error
-        return time.monotonic() - started, log
+        return asyncio.get_running_loop().time() - started, log
 
-    elapsed, log = asyncio.run(scenario())
-    assert elapsed < 0.1
+    elapsed, log = run_in_virtual_time(scenario())   # any sleep would show as virtual seconds, none as load
+    assert elapsed == 0
     assert [(e["status"], e["wait_s"]) for e in log.entries] == [(429, 0.3)]
 
 
@@ -155,13 +161,14 @@ def test_after_a_429_call_starts_are_spread_over_the_round_trip():
         times = []
         for _ in range(n):
             await limiter.acquire()
-            times.append(time.monotonic())
+            times.append(limiter.clock())
         return times
 
     async def scenario():
-        unthrottled = AdaptiveLimiter(LimiterSettings(max_concurrency=20))
+        clock = asyncio.get_running_loop().time
+        unthrottled = AdaptiveLimiter(LimiterSettings(max_concurrency=20), clock=clock)
         free = await starts(unthrottled, 4)
-        throttled = AdaptiveLimiter(LimiterSettings(max_concurrency=20, decrease=0.5))
+        throttled = AdaptiveLimiter(LimiterSettings(max_concurrency=20, decrease=0.5), clock=clock)
         for _ in range(20):
             await throttled.acquire()
         throttled.release(THROTTLED)            # window 0.5 x 20 = 10: starts 1 s / 10 apart
@@ -169,7 +176,7 @@ def test_after_a_429_call_starts_are_spread_over_the_round_trip():
             throttled.release("failed")
         return free, await starts(throttled, 4)
 
-    free, paced = asyncio.run(scenario())
-    assert free[-1] - free[0] < 0.05
+    free, paced = run_in_virtual_time(scenario())   # virtual time: the gaps are the scheduled ones
+    assert free[-1] == free[0]
     gaps = [b - a for a, b in zip(paced, paced[1:])]
     assert all(0.08 <= gap <= 0.2 for gap in gaps), gaps

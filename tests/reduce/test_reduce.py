@@ -510,6 +510,7 @@ def test_cli(run, tmp_path, capsys):
     assert len(err) == 1 and err[0].startswith("error:") and "run folder not found" in err[0]
 
 
+@pytest.mark.slow
 def test_python_dash_m_entry_point(run, tmp_path):
     run_dir = write_run_folder(tmp_path, run)
     done = subprocess.run([sys.executable, "-m", "ecab.reduce", str(run_dir)], cwd=REPO, capture_output=True,

@@ -30,6 +30,7 @@ def sweep_runs(small_run_cache, tmp_path_factory) -> list[Path]:
     return [*folders, failed]
 
 
+@pytest.mark.slow
 def test_sweep_table_of_real_runs(sweep_runs, tmp_path):
     out = tmp_path / "sweep"
     result = write_sweep_table(out, sweep_runs)

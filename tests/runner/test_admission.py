@@ -104,13 +104,23 @@ def test_a_cancelled_waiter_gives_no_place_away_and_takes_none():
 
 
 def test_the_probe_measures_the_tool_threads_and_the_loop():
+    """The probe's round trip is timed on the gate's clock: a fake one that ticks 0.01 s per reading, so each
+    probe measures 0.01 s (under the 0.05 s target) and the third probe is 0.04 s after the first, past
+    decide_every_s: the window grows. No assertion depends on how fast this machine runs the probes."""
+    ticks = iter(range(1, 10**6))
+
+    def clock() -> float:
+        return next(ticks) * 0.01
+
     async def main():
-        gate = Admission(4, settings(probe_interval_s=0.01, decide_every_s=0.03))
+        gate = Admission(4, settings(probe_interval_s=0.001, decide_every_s=0.03), clock=clock)
         probe = asyncio.ensure_future(gate.run_probe())
-        await asyncio.sleep(0.1)
+        while len(gate.delays) < 3:              # however long this machine takes to run three probes
+            await asyncio.sleep(0.001)
         probe.cancel()
         await asyncio.gather(probe, return_exceptions=True)
-        assert len(gate.delays) >= 3 and gate.window > 2
+        assert all(d == pytest.approx(0.01) for d in gate.delays)   # sent and back: one tick apart
+        assert gate.window > 2
     asyncio.run(main())
 
 

@@ -101,6 +101,7 @@ def one_process(small_run_cache, tmp_path_factory):
     return run_dir / "one", main_job(cfg)
 
 
+@pytest.mark.slow
 def test_two_processes_give_the_results_of_one(small_run_cache, one_process, tmp_path):
     folder_one, summary_one = one_process
     cfg = load_config([*SMALL_RUN, f"cache_dir={small_run_cache}", f"run.dir={tmp_path}", "run.name=two",
@@ -163,6 +164,7 @@ def records_in(folder: Path) -> int:
     return sum(1 for part in parts for _ in read_part(part))
 
 
+@pytest.mark.slow
 def test_a_killed_episode_process_ends_the_run_in_one_line_and_a_rerun_resumes(small_run_cache, one_process,
                                                                                  tmp_path):
     proc = start_slow_run(small_run_cache, tmp_path, "killed")
@@ -189,6 +191,7 @@ def test_a_killed_episode_process_ends_the_run_in_one_line_and_a_rerun_resumes(s
     assert untimed(summary) == untimed(one_process[1])
 
 
+@pytest.mark.slow
 def test_episode_processes_exit_when_their_parent_is_killed(small_run_cache, tmp_path):
     proc = start_slow_run(small_run_cache, tmp_path, "orphans")
     try:

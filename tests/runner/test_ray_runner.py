@@ -15,6 +15,9 @@ from ecab.runner.protocol import RunnerStats
 from ecab.runs import RunFolder
 from ecab.schema import Trajectory
 
+# Starts a Ray of its own: one at a time under pytest-xdist (`--dist loadgroup`, the Makefile's XDIST).
+pytestmark = pytest.mark.xdist_group("ray")
+
 BASE = ["model=heuristic", "catalog=targets", "benchmark=file", "catalog.products=150",
         "catalog.shards=2", "benchmark.limit=8", "budget=30", "run.progress=false"]
 RAY = ["runner=ray", "runner.workers=2", "runner.concurrency=4"]
@@ -94,6 +97,7 @@ def keeps_the_runner_protocol(stats, folder: RunFolder, seen: list, summary: dic
     assert json.loads(folder.manifest_path.read_text())["runner_stats"] == stats.to_dict() == summary["runner"]
 
 
+@pytest.mark.slow
 def test_two_node_ray_run_matches_local_through_one_runner_protocol(ray_cluster, local_run, pool, base, tmp_path):
     import ray
 
@@ -119,6 +123,7 @@ def test_two_node_ray_run_matches_local_through_one_runner_protocol(ray_cluster,
                                              "worker_memory_mb", "search_cache"}
 
 
+@pytest.mark.slow
 def test_killed_catalog_actor_and_worker_lose_nothing(ray_cluster, local_run, pool, base, tmp_path, monkeypatch):
     import ray
 
@@ -161,12 +166,13 @@ def test_killed_catalog_actor_and_worker_lose_nothing(ray_cluster, local_run, po
 
 def test_limiter_shrinks_on_429_pauses_for_retry_after_and_frees_the_slot_while_backing_off():
     import asyncio
-    import time
 
+    from conftest import run_in_virtual_time
     from ecab.llm.limits import AdaptiveLimiter, LimiterSettings
 
-    async def scenario():
-        limiter = AdaptiveLimiter(LimiterSettings(max_concurrency=4, decrease=0.5))
+    async def scenario():   # in virtual time (conftest.VirtualTimeLoop): waits are the scheduled ones, not load's
+        clock = asyncio.get_running_loop().time
+        limiter = AdaptiveLimiter(LimiterSettings(max_concurrency=4, decrease=0.5), clock=clock)
         for _ in range(4):
             await limiter.acquire()
         blocked = asyncio.create_task(limiter.acquire())
@@ -174,13 +180,13 @@ def test_limiter_shrinks_on_429_pauses_for_retry_after_and_frees_the_slot_while_
         assert not blocked.done(), "a fifth call waits for a slot"
         # A 429: the slot is released (the caller backs off outside it), the window halves, and no new
         # call starts before Retry-After has passed.
-        started = time.monotonic()
+        started = clock()
         limiter.release("throttled", retry_after=0.2, latency_s=0.05)
         assert limiter.window == 2.0 and limiter.in_flight == 3
         limiter.release("ok")
         limiter.release("ok")
         await asyncio.wait_for(blocked, 2)
-        assert time.monotonic() - started >= 0.19, "Retry-After honoured"
+        assert clock() - started >= 0.2, "Retry-After honoured"
         assert limiter.in_flight == 2
         # Successes grow the window back additively, never past the maximum.
         for _ in range(50):
@@ -189,10 +195,11 @@ def test_limiter_shrinks_on_429_pauses_for_retry_after_and_frees_the_slot_while_
         assert 2.0 < limiter.window <= 4.0
         return limiter.describe()
 
-    stats = asyncio.run(scenario())
+    stats = run_in_virtual_time(scenario())
     assert stats["throttled"] == 1 and stats["ok"] == 52 and stats["min_window"] == 2.0
 
 
+@pytest.mark.slow
 def test_workers_share_one_endpoint_window_through_the_limiter_actor(ray_cluster):
     """Two workers' SyncedLimiters and one LimiterService actor: calls need no actor round trip, but a 429
     seen by one worker shrinks both workers' windows and pauses both; the actor counts every outcome."""
@@ -215,13 +222,15 @@ def test_workers_share_one_endpoint_window_through_the_limiter_actor(ray_cluster
         await a.flush()                      # a reported before b existed; now it hears of b
         assert a.local.window == b.local.window == 4.0      # 8 shared by 2 active workers
         await a.acquire()
+        # Timed from the 429 itself, so the Ray round trips of the flushes (slow on a loaded machine) fall
+        # inside the pause: a lower bound only, which load cannot break.
+        started = time.monotonic()
         a.release("throttled", retry_after=0.3)            # only worker a saw the 429
         await a.flush()
         await b.flush()
         # One call was in flight when the 429 came back: the window drops to what was in use, halved,
         # floored at one call per worker.
         assert b.local.window == 1.0 and a.local.window == 1.0
-        started = time.monotonic()
         await b.acquire()                                  # b waits out the pause it never saw itself
         waited = time.monotonic() - started
         b.release("ok")
@@ -252,6 +261,7 @@ def test_a_tasks_units_go_to_one_worker_and_an_idle_worker_takes_from_the_longes
     assert queue.pop_for(1) == stolen
 
 
+@pytest.mark.slow
 def test_a_one_shard_catalog_answers_a_hybrid_search_in_one_actor_call_with_the_local_pages(ray_cluster, base):
     from ecab.runner.ray_catalog import CatalogPool, remote_catalog
 

@@ -57,6 +57,7 @@ def wait_for_records(path: Path, n: int, proc: subprocess.Popen, timeout: float 
     raise AssertionError(f"{path}: fewer than {n} episodes after {timeout} s")
 
 
+@pytest.mark.slow
 def test_kill_9_then_rerun_equals_an_uninterrupted_run(base, uninterrupted, tmp_path):
     overrides = [*base, f"run.dir={tmp_path}", "run.name=killed"]
     # Slow episodes down (a config knob that never changes results) so the kill lands mid-run.
@@ -128,6 +129,7 @@ def to_previous_layout(folder: RunFolder) -> None:
     folder.manifest_path.write_text(json.dumps(manifest, indent=2))
 
 
+@pytest.mark.slow
 def test_a_run_folder_of_the_previous_layout_reduces_and_resumes(base, uninterrupted, tmp_path):
     overrides = [*base, f"run.dir={tmp_path}", "run.name=old"]
     main_job(load_config(overrides))

@@ -23,6 +23,10 @@ from ecab.view.writer import compare_name
 from report_data import embedded
 from run_copies import copy_run
 
+# Every test here reads the session's `view_runs` (two whole runs): under pytest-xdist one worker builds them
+# for all (`--dist loadgroup`, the Makefile's XDIST).
+pytestmark = pytest.mark.xdist_group("view_runs")
+
 
 @pytest.fixture(scope="module")
 def heuristic(view_runs):

@@ -23,6 +23,11 @@ from ecab.view.payload import load_run  # noqa: E402
 from ecab.view.server import start  # noqa: E402
 from ecab.view.writer import write_report  # noqa: E402
 
+# Every test here reads the session's `view_runs` (two whole runs): under pytest-xdist one worker builds them
+# for all (`--dist loadgroup`, the Makefile's XDIST).
+# A real browser (Chromium) on every test: the slow tier (make test-slow).
+pytestmark = [pytest.mark.xdist_group("view_runs"), pytest.mark.slow]
+
 
 @pytest.fixture(scope="module")
 def browser():

@@ -15,6 +15,10 @@ from ecab.view.status import run_status
 from report_data import embedded
 from run_copies import WRITER, copy_run, get, in_progress
 
+# Every test here reads the session's `view_runs` (two whole runs): under pytest-xdist one worker builds them
+# for all (`--dist loadgroup`, the Makefile's XDIST).
+pytestmark = pytest.mark.xdist_group("view_runs")
+
 FIRST = 5
 
 
