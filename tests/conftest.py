@@ -13,9 +13,12 @@ broken set-up).
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
 import itertools
 import os
+import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -63,6 +66,62 @@ def pytest_runtest_makereport(item, call):
     if report.skipped and isinstance(report.longrepr, tuple) and RELEASED_SAMPLES_MISSING in str(report.longrepr[2]):
         report.longrepr = (__file__, _FINDER_LINE, report.longrepr[2])
     return report
+
+
+HANG_REPORT_MARGIN_S = 20   # before pytest-timeout's limit: when a test still runs then, say what it waits on
+
+
+def _running_loops() -> list[asyncio.AbstractEventLoop]:
+    return [o for o in gc.get_objects() if isinstance(o, asyncio.AbstractEventLoop) and o.is_running()]
+
+
+def report_waiting_tasks() -> None:
+    """Print every running event loop's tasks and what each awaits, to stderr (captured with the test's output):
+    pytest-timeout dumps the threads, which show an idle loop but not which await never ended."""
+    lines = [f"\n+++ {HANG_REPORT_MARGIN_S} s before the test's timeout: the asyncio tasks of each running loop +++"]
+    for loop in _running_loops():
+        try:
+            tasks = list(asyncio.all_tasks(loop))
+        except RuntimeError:          # the set changed while copied (another thread's loop): one more try
+            tasks = list(asyncio.all_tasks(loop))
+        lines.append(f"loop {loop!r}: {len(tasks)} task(s)")
+        for task in tasks:
+            lines.append(f"  {task.get_name()}: {' -> '.join(_await_chain(task.get_coro())) or '(done)'}")
+    sys.stderr.write("\n".join(lines) + "\n")
+    sys.stderr.flush()
+
+
+def _await_chain(awaitable) -> list[str]:
+    """Outermost first: each coroutine's function and line, down to what the innermost one awaits."""
+    chain = []
+    while awaitable is not None and len(chain) < 64:
+        frame = getattr(awaitable, "cr_frame", None) or getattr(awaitable, "gi_frame", None) \
+            or getattr(awaitable, "ag_frame", None)
+        if frame is None:
+            chain.append(repr(awaitable)[:200])   # a future, or a finished coroutine
+            break
+        chain.append(f"{frame.f_code.co_name} ({Path(frame.f_code.co_filename).name}:{frame.f_lineno})")
+        awaitable = getattr(awaitable, "cr_await", None) or getattr(awaitable, "gi_yieldfrom", None) \
+            or getattr(awaitable, "ag_await", None)
+    return chain
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Arm `report_waiting_tasks` shortly before pytest-timeout fails the test (a hang then says which await);
+    armed over setup, call and teardown, as pytest-timeout's own timer is."""
+    marker = item.get_closest_marker("timeout")
+    limit = float(marker.args[0]) if marker and marker.args else float(item.config.getini("timeout") or 0)
+    timer = None
+    if limit > 2 * HANG_REPORT_MARGIN_S:
+        timer = threading.Timer(limit - HANG_REPORT_MARGIN_S, report_waiting_tasks)
+        timer.daemon = True
+        timer.start()
+    try:
+        return (yield)
+    finally:
+        if timer is not None:
+            timer.cancel()
 
 
 @pytest.hookimpl(tryfirst=True)   # before `-m` selects by marker
