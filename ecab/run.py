@@ -40,7 +40,9 @@ SECRET_MARKERS = ("api_key", "secret", "token", "password")
 # Keys the typed schema gives every config of a section the run's identity (config hash) covers; left out of the
 # identity while at these "unset" values, so a run recorded before them keeps its hash and resumes.
 UNSET_IN_IDENTITY: dict[str, dict[str, object]] = {
-    "model": {"target": None, "options": {}, "sim": None},
+    # keys added later, at their defaults, leave the hash of the runs made before them unchanged
+    "model": {"target": None, "options": {}, "sim": None, "tool_call_format": "native", "tool_choice": "auto",
+              "context_tokens": None, "stream": False, "idle_timeout_s": None, "send_seed": False},
     "catalog": {"target": None, "options": {}},
     "benchmark": {"name": None, "ids": None, "shuffle": False},
     "construct": {"min_category_size": None},

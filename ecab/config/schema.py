@@ -82,6 +82,8 @@ class ModelConfig(Section):
 
 
 HTTP_CLIENTS = ("aiohttp", "httpx")
+TOOL_CALL_FORMATS = ("native", "hermes", "json")   # where a model writes its tool calls (ecab/llm/tool_text.py)
+TOOL_CHOICES = ("auto", "required", "none")
 
 
 @dataclass
@@ -108,9 +110,19 @@ class EndpointModelConfig(ModelConfig):
     http_client: str = "aiohttp"
     wall_clock_s: Number = num("number", 0, inclusive=False, nullable=True, default=None)
     sim: dict[str, Any] | None = None               # model=sim: the simulator's settings (ecab/sim)
+    # Locally served models (docs/local-models.md): where tool calls are written, what the request asks for,
+    # the context the conversation must fit, streaming with an idle timeout, a seed per episode.
+    tool_call_format: str = "native"                # native | hermes | json
+    tool_choice: str = "auto"                       # auto | required | none
+    context_tokens: int | None = num("int", 256, nullable=True, default=None)   # None: no limit kept
+    stream: bool = False                            # stream replies; idle_timeout_s then bounds each wait
+    idle_timeout_s: Number | None = num("number", 0, inclusive=False, nullable=True, default=None)
+    send_seed: bool = False                         # send the episode's seed (llama.cpp, vLLM honour it)
 
     def check(self) -> None:
         self.choice("http_client", HTTP_CLIENTS)
+        self.choice("tool_call_format", TOOL_CALL_FORMATS)
+        self.choice("tool_choice", TOOL_CHOICES)
 
 
 # --------------------------------------------------------------------------------------------- catalog

@@ -120,13 +120,14 @@ class ChatClient:
     # -- the request ---------------------------------------------------------------------------------------
 
     def request(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
-                json_mode: bool = False) -> dict[str, Any]:
+                json_mode: bool = False, seed: int | None = None) -> dict[str, Any]:
         """The chat-completions request for `messages` as the settings shape it; with `tools`, a tool-calling
-        request (tool_choice auto); `json_mode`: response_format json_object."""
+        request (`tool_choice` as configured); `json_mode`: response_format json_object; `seed` is sent when
+        the settings say so (`send_seed`: llama.cpp and vLLM sample reproducibly with one)."""
         s = self.settings
         request: dict[str, Any] = {"model": s.model_id, "messages": messages}
         if tools is not None:
-            request.update(tools=tools, tool_choice="auto")
+            request.update(tools=tools, tool_choice=s.tool_choice)
             if s.parallel_tool_calls is not None:
                 request["parallel_tool_calls"] = s.parallel_tool_calls
         request["timeout"] = s.timeout_s
@@ -139,6 +140,8 @@ class ChatClient:
             request["reasoning_effort"] = s.reasoning_effort
         if json_mode:
             request["response_format"] = {"type": "json_object"}
+        if s.send_seed and seed is not None:
+            request["seed"] = int(seed)
         if s.extra_body:
             request["extra_body"] = s.extra_body
         return request

@@ -26,7 +26,7 @@ __all__ = ["HTTP_CLIENTS", "ModelSettings", "ROLE_OUTPUT_TOKENS", "endpoint_conf
 ROLE_OUTPUT_TOKENS = 4096     # a role's output limit when neither the role nor the model sets one
 # null means "do not send" for these; for every other field null means the default
 NULLABLE = ("base_url", "api_key_env", "temperature", "max_output_tokens", "reasoning_effort", "parallel_tool_calls",
-            "sim", "wall_clock_s")
+            "sim", "wall_clock_s", "context_tokens", "idle_timeout_s")
 
 
 def _default(name: str) -> Any:
@@ -57,6 +57,12 @@ class ModelSettings:
     concurrency: int = _default("concurrency")                 # requests in flight through one client
     http_client: str = _default("http_client")                 # or "httpx" (ecab/llm/client.py::http_client)
     sim: dict[str, Any] | None = None                   # the simulator's settings (model=sim), see ecab/sim
+    tool_call_format: str = _default("tool_call_format")       # native | hermes | json (ecab/llm/tool_text.py)
+    tool_choice: str = _default("tool_choice")                 # auto | required | none, sent with the tools
+    context_tokens: int | None = None                   # the conversation is kept under it (None: no limit)
+    stream: bool = _default("stream")                          # stream the reply (idle_timeout_s per chunk)
+    idle_timeout_s: float | None = None                 # with stream: the longest wait for the next chunk
+    send_seed: bool = _default("send_seed")                    # send the episode's seed with each request
     config_key: str = "model"                           # where the block was configured, for error messages
 
     # A frozen dataclass with dict fields has no usable generated hash; the settings are hashed as JSON
@@ -110,7 +116,9 @@ def model_settings(model: Any, *, config_key: str = "model") -> ModelSettings:
         echo_reasoning=typed.echo_reasoning, price_per_million=_prices(honest_prices(typed), config_key),
         timeout_s=typed.timeout_s, max_attempts=typed.max_attempts, max_retry_wait_s=typed.max_retry_wait_s,
         backoff_base_s=typed.backoff_base_s, concurrency=typed.concurrency, http_client=typed.http_client,
-        sim=dict(typed.sim) if typed.sim is not None else None, config_key=config_key)
+        sim=dict(typed.sim) if typed.sim is not None else None, tool_call_format=typed.tool_call_format,
+        tool_choice=typed.tool_choice, context_tokens=typed.context_tokens, stream=typed.stream,
+        idle_timeout_s=typed.idle_timeout_s, send_seed=typed.send_seed, config_key=config_key)
     return settings
 
 
