@@ -204,11 +204,16 @@ def prepare_folder(cfg: Config, tasks: list[Task], catalog):
     return folder
 
 
-def identity_of(resolved: dict) -> dict:
+def identity_of(resolved: dict, *, with_cache_paths: bool = False) -> dict:
     """What a run's results depend on, for its config hash: the resolved config without the runner (how the
     episodes are scheduled), the run (how it is named), the judge (which can be changed and re-run on finished
-    episodes: python -m ecab.judge) and the benchmark file's read guard; without schema keys left unset."""
+    episodes: python -m ecab.judge) and the benchmark file's read guard; without schema keys left unset; and
+    without where the cache is (`cache_dir`, paths under it written relative to it): the catalog's fingerprint
+    and the task set's hash say what was built, not where. `with_cache_paths`: the hash of runs made before
+    that, which a resume still accepts (`_check_resumable`)."""
     identity = {k: v for k, v in resolved.items() if k not in ("run", "runner", "judge")}
+    if not with_cache_paths:
+        identity = _relative_to_cache(identity, resolved.get("cache_dir"))
     for group, unset in UNSET_IN_IDENTITY.items():
         if isinstance(identity.get(group), dict):
             identity[group] = {k: v for k, v in identity[group].items() if not (k in unset and v == unset[k])}
@@ -219,6 +224,17 @@ def identity_of(resolved: dict) -> dict:
     guards = {key.split(".", 1)[1] for key in naming.READ_GUARDS}   # benchmark.max_line_bytes, ...
     identity["benchmark"] = {k: v for k, v in identity["benchmark"].items() if k not in guards}
     return identity
+
+
+def _relative_to_cache(value, cache_dir):
+    """`value` with every `cache_dir` key dropped and paths under the cache written as `${cache_dir}/...`."""
+    if isinstance(value, dict):
+        return {k: _relative_to_cache(v, cache_dir) for k, v in value.items() if k != "cache_dir"}
+    if isinstance(value, list):
+        return [_relative_to_cache(v, cache_dir) for v in value]
+    if isinstance(value, str) and cache_dir and (value == cache_dir or value.startswith(cache_dir.rstrip("/") + "/")):
+        return "${cache_dir}" + value[len(cache_dir.rstrip("/")):]
+    return value
 
 
 def agent_prices(cfg: EcabConfig) -> dict | str | None:
@@ -251,7 +267,7 @@ def _prepare_locked(cfg: EcabConfig, tasks: list[Task], catalog, folder) -> None
         manifest["agent_prices"] = prices
     if cfg.run.resume:
         old = _old_manifest(folder)
-        _check_resumable(folder, old, manifest)
+        _check_resumable(folder, old, manifest, legacy_hash=stable_hash(identity_of(resolved, with_cache_paths=True)))
     else:
         old = None
         if any(entry.name != LOCK_NAME for entry in folder.path.iterdir()):
@@ -266,9 +282,13 @@ def _prepare_locked(cfg: EcabConfig, tasks: list[Task], catalog, folder) -> None
     folder.write_manifest(manifest)
 
 
-def _check_resumable(folder, old: dict | None, manifest: dict) -> None:
+def _check_resumable(folder, old: dict | None, manifest: dict, legacy_hash: str | None = None) -> None:
     """Refuse to resume into a folder whose episodes may be of another run: a different config, task set or
-    catalog, or episodes whose identity nobody recorded (no manifest)."""
+    catalog, or episodes whose identity nobody recorded (no manifest). `legacy_hash`: this config's hash as runs
+    made before the cache paths left the identity computed it; such a run resumes (and its manifest is
+    rewritten with the new hash)."""
+    if old is not None and legacy_hash is not None and old.get("config_hash") == legacy_hash:
+        old = {**old, "config_hash": manifest["config_hash"]}
     if old is None:
         if folder.holds_episodes():
             raise ConfigError(f"run folder {folder.path} holds episodes but no {folder.manifest_path.name} (an "
@@ -508,7 +528,7 @@ if __name__ == "__main__":
         print(f"usage: python -m ecab.run [overrides]\n\n{what}\n\noverrides: Hydra key=value pairs; "
               "conf/config.yaml has every key and its comment. Hydra's help follows.\n")
     try:
-        preflight(sys.argv[1:])
+        sys.argv[1:] = preflight(sys.argv[1:])
     except ConfigError as exc:
         die(str(exc))
     main()

@@ -46,13 +46,43 @@ def load_config(overrides: Sequence[str] = (), config_name: str = "config") -> D
 
     if not CONF_DIR.is_dir():
         raise ConfigError(f"config folder not found: {CONF_DIR} (set ECAB_CONF_DIR or install ecab editable)")
+    return compose_overrides(overrides, config_name)[0]
+
+
+def compose_overrides(overrides: Sequence[str], config_name: str = "config") -> tuple[DictConfig, list[str]]:
+    """`load_config`, and the overrides as composed: one that sets a key inside a free-form section
+    (`model.extra_body.tool_choice=required`, `model.extra_body={tool_choice: required}`, `model.options.x=1`)
+    becomes `++key=value`. Hydra's struct mode refuses a new key there unless the user writes `+` (or `++` when
+    the key may exist), which nobody expects of a section whose keys are free; keys of typed sections stay
+    refused (a typo names the key)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    if not CONF_DIR.is_dir():
+        raise ConfigError(f"config folder not found: {CONF_DIR} (set ECAB_CONF_DIR or install ecab editable)")
     register_schemas()
-    try:
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            cfg = compose(config_name=config_name, overrides=list(overrides))
-    except (HydraException, OmegaConfBaseException) as exc:
-        raise ConfigError(explain(exc)) from None
-    return cfg
+    overrides = list(overrides)
+    while True:
+        try:
+            with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+                return compose(config_name=config_name, overrides=overrides), overrides
+        except (HydraException, OmegaConfBaseException) as exc:
+            index = _free_form_override(exc, overrides)
+            if index is None:
+                raise ConfigError(explain(exc)) from None
+            overrides[index] = "++" + overrides[index]
+
+
+def _free_form_override(exc: BaseException, overrides: list[str]) -> int | None:
+    """The index of the plain override Hydra refused only because its key is new inside a free-form
+    (Dict[str, Any]) section; None for any other error."""
+    refused = re.search(r"Could not override '([^']+)'", first_line(exc))
+    cause = exc.__cause__
+    if refused is None or cause is None or "not in struct" not in str(cause) or "reference_type=Dict[" not in str(cause):
+        return None
+    return next((i for i, text in enumerate(overrides)
+                 if text.split("=", 1)[0] == refused.group(1)), None)
 
 
 def group_options(group: str) -> list[str]:
@@ -77,7 +107,7 @@ def explain(exc: BaseException) -> str:
     if unknown:
         key = unknown.group(1)
         return (f"unknown config key '{key}'{_typo_hint(key)} (see conf/config.yaml and ecab/config/schema.py; a "
-                f"plug-in's own keys go in model.options, judge.options or catalog.options: +model.options.<key>=...)")
+                f"plug-in's own keys go in model.options, judge.options or catalog.options: model.options.<key>=...)")
     return line
 
 
@@ -242,8 +272,9 @@ def plain(value: Any) -> Any:
     return value
 
 
-def preflight(argv: Sequence[str], config_name: str = "config") -> None:
-    """Check command-line overrides before `@hydra.main` runs, so a bad one gives one clear line.
+def preflight(argv: Sequence[str], config_name: str = "config") -> list[str]:
+    """Check command-line overrides before `@hydra.main` runs, so a bad one gives one clear line; returns the
+    arguments for Hydra, with overrides of keys inside free-form sections as `++key=value` (compose_overrides).
 
     Hydra's own error for an unknown option is a multi-line dump. For a multirun sweep
     (`model=a,b budget=25,50`) every value of every swept key is checked once.
@@ -268,13 +299,17 @@ def preflight(argv: Sequence[str], config_name: str = "config") -> None:
                   else [override.get_value_element_as_str()])
         choices.append([f"{prefix}={v}" for v in values])
     base = [c[0] for c in choices]
-    composed = load_config(search + base, config_name)
+    composed, used = compose_overrides(search + base, config_name)
+    forced = {text.removeprefix("++").split("=", 1)[0] for text in used if text.startswith("++")}
     # `+key=...` adds a key Hydra does not know; one the schema does not have either (`+modle=x`, a typo) is
-    # refused here, with the hint, before any work (plug-ins' own keys: +model.options.<key>=...)
+    # refused here, with the hint, before any work (plug-ins' own keys: model.options.<key>=...)
     _refuse_unknown_keys(composed, "")
     for i, options in enumerate(choices):
         for option in options[1:]:
             load_config(search + base[:i] + [option] + base[i + 1:], config_name)
+    # what Hydra's own composition (@hydra.main) is given: the free-form keys as `++key=value`
+    return [f"++{a}" if "=" in a and not a.startswith(("+", "~")) and a.split("=", 1)[0] in forced else a
+            for a in argv]
 
 
 def first_line(exc: BaseException) -> str:
