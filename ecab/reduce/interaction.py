@@ -99,11 +99,22 @@ def first_ask_bins(evaluated: Sequence[Episode]) -> list[dict[str, Any]]:
     return rows
 
 
+UNKNOWN_TOOL = "(unknown tools)"   # one row for every name a model invented (a small local model invents many)
+
+
+def tool_label(step) -> str | None:
+    """The row a step counts in: its tool, or UNKNOWN_TOOL when the name was no tool of the episode (the
+    toolbox answered "Unknown tool: <name>"), so invented names do not each become a row of the tables."""
+    if step.tool is not None and step.is_error and str(step.error or "").startswith("Unknown tool:"):
+        return UNKNOWN_TOOL
+    return step.tool
+
+
 def interaction_section(episodes: Sequence[Episode]) -> dict[str, Any]:
     """The paper's Table 8 row (interaction behaviour) and the per-episode data behind Figure 4."""
     evaluated = evaluated_episodes(episodes)
     n = len(evaluated)
-    calls = Counter(s.tool for e in evaluated for s in e.traj.steps if s.tool is not None)
+    calls = Counter(tool_label(s) for e in evaluated for s in e.traj.steps if s.tool is not None)
     positions = [p for e in evaluated if (p := first_ask_position(e)) is not None]
     depth = search_depth(evaluated)
     return {

@@ -6,6 +6,7 @@ from collections import Counter
 from typing import Any, Sequence
 
 from ecab.reduce.episodes import Episode, evaluated_episodes
+from ecab.reduce.interaction import tool_label
 from ecab.reduce.rates import rate, round4, spread
 from ecab.schema import Trajectory
 
@@ -102,6 +103,6 @@ def latency_section(episodes: Sequence[Episode]) -> dict[str, Any]:
 
 def tool_errors_section(episodes: Sequence[Episode]) -> dict[str, Any]:
     steps = [s for e in evaluated_episodes(episodes) for s in e.traj.steps if s.tool is not None]
-    errors = Counter(s.tool for s in steps if s.is_error)
+    errors = Counter(tool_label(s) for s in steps if s.is_error)
     return {"total": sum(errors.values()), "rate": rate(sum(errors.values()), len(steps)),
             "by_tool": {tool: errors[tool] for tool in sorted(errors)}}

@@ -635,3 +635,22 @@ def test_an_own_endpoint_without_prices_reports_its_cost_as_unknown_not_free(run
     assert all(m["total"]["cost_usd"] is None for m in tok["by_model"].values())
     assert tok["cost"].startswith("unknown")
     assert "- Cost: unknown" in (run_dir / "summary.md").read_text(encoding="utf-8")
+
+
+def test_invented_tool_names_count_in_one_row_not_one_row_each():
+    """A small local model calls tools that do not exist (issue 31): each invented name became a row of the
+    per-tool tables; they are one row, "(unknown tools)", beside the real tools."""
+    from ecab.reduce.interaction import UNKNOWN_TOOL, interaction_section
+    from ecab.reduce.usage import tool_errors_section
+
+    tasks = make_tasks()
+    tid = next(iter(tasks))
+    invented = [Step(index=i, call_index=i, tool=name, is_error=True, error=f"Unknown tool: {name}")
+                for i, name in enumerate(("search_catalog", "get_product_info", "find_item"), start=1)]
+    real = [Step(index=4, call_index=4, tool="search_products"),
+            Step(index=5, call_index=5, tool="get_product_details", is_error=True, error="Product not found")]
+    traj = make_traj(tid, "budget_exhausted", calls=5, steps=invented + real)
+    [episode] = join_episodes(tasks, [traj], [make_judgement(traj, tasks[tid], no_product(tasks[tid]))])
+    assert interaction_section([episode])["calls_per_tool_mean"] == {
+        UNKNOWN_TOOL: 3.0, "get_product_details": 1.0, "search_products": 1.0}
+    assert tool_errors_section([episode])["by_tool"] == {UNKNOWN_TOOL: 3, "get_product_details": 1}
