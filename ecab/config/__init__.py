@@ -40,12 +40,6 @@ def load_config(overrides: Sequence[str] = (), config_name: str = "config") -> D
     """Compose `conf/<config_name>.yaml` with Hydra-style overrides (`catalog.products=20000`), against the typed
     schema (an unknown key or a value of the wrong type is one ConfigError line). `main_job` accepts the result;
     `parse` turns it into the typed EcabConfig."""
-    from hydra import compose, initialize_config_dir
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
-    if not CONF_DIR.is_dir():
-        raise ConfigError(f"config folder not found: {CONF_DIR} (set ECAB_CONF_DIR or install ecab editable)")
     return compose_overrides(overrides, config_name)[0]
 
 
