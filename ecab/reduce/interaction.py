@@ -102,12 +102,12 @@ def first_ask_bins(evaluated: Sequence[Episode]) -> list[dict[str, Any]]:
 UNKNOWN_TOOL = "(unknown tools)"   # one row for every name a model invented (a small local model invents many)
 
 
-def tool_label(step) -> str | None:
+def tool_label(step) -> str:
     """The row a step counts in: its tool, or UNKNOWN_TOOL when the name was no tool of the episode (the
     toolbox answered "Unknown tool: <name>"), so invented names do not each become a row of the tables."""
     if step.tool is not None and step.is_error and str(step.error or "").startswith("Unknown tool:"):
         return UNKNOWN_TOOL
-    return step.tool
+    return step.tool or ""     # callers count only steps that made a call
 
 
 def interaction_section(episodes: Sequence[Episode]) -> dict[str, Any]:
