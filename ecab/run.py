@@ -212,6 +212,8 @@ def identity_of(resolved: dict, *, with_cache_paths: bool = False) -> dict:
     and the task set's hash say what was built, not where. `with_cache_paths`: the hash of runs made before
     that, which a resume still accepts (`_check_resumable`)."""
     identity = {k: v for k, v in resolved.items() if k not in ("run", "runner", "judge")}
+    if isinstance(identity.get("model"), dict):   # whether the endpoint is checked first changes no result
+        identity["model"] = {k: v for k, v in identity["model"].items() if k != "endpoint_check"}
     if not with_cache_paths:
         identity = _relative_to_cache(identity, resolved.get("cache_dir"))
     for group, unset in UNSET_IN_IDENTITY.items():
@@ -434,6 +436,7 @@ def main_job(cfg: Config) -> dict:
     left in infra_error) added."""
     cfg = validate(cfg)
     started = time.perf_counter()
+    check_agent_endpoint(cfg)   # an own endpoint is checked before anything is built (docs/local-models.md)
     # A benchmark file is read (and any bad line refused) before the catalog is opened or built.
     tasks = load_tasks(cfg) if cfg.benchmark.source == "file" else None
     catalog = open_catalog(cfg)
@@ -454,6 +457,24 @@ def main_job(cfg: Config) -> dict:
     print(f"done in {time.perf_counter() - started:.1f} s")
     return {**summary, "infra_error_units": len(infra),
             "first_infra_error": infra[0].error if infra else None}
+
+
+def check_agent_endpoint(cfg: EcabConfig) -> None:
+    """Before any work, the agent's endpoint: reachable, serving the model id, and (one probe turn) answering
+    with tool calls ecab can read, else a hint; a refusal is one ConfigError line. Skipped for agents that call no
+    endpoint, for model=sim's own simulator, and for the OpenAI API (where a probe turn is a paid request and
+    the model list and tool calls are known)."""
+    from ecab.agents import llm_settings
+    settings = llm_settings(cfg.model)
+    if settings is None or settings.simulated or not settings.base_url \
+            or not getattr(cfg.model, "endpoint_check", True):
+        return
+    from ecab.env.agent_protocol import system_prompt
+    from ecab.env.tools import tool_schemas
+    from ecab.llm.endpoint_check import check_endpoint
+    report = check_endpoint(settings, probe=getattr(cfg.model, "kind", None) == "openai", tools=tool_schemas(),
+                            system=system_prompt(cfg.budget))
+    print("\n".join(report.lines()))
 
 
 EXIT_INFRA_ERRORS = 3   # the run ended, but some units are left in infra_error: re-run to retry them

@@ -118,6 +118,7 @@ class EndpointModelConfig(ModelConfig):
     stream: bool = False                            # stream replies; idle_timeout_s then bounds each wait
     idle_timeout_s: Number | None = num("number", 0, inclusive=False, nullable=True, default=None)
     send_seed: bool = False                         # send the episode's seed (llama.cpp, vLLM honour it)
+    endpoint_check: bool = True                     # check an own base_url before any work (ecab/llm/endpoint_check.py)
 
     def check(self) -> None:
         self.choice("http_client", HTTP_CLIENTS)

@@ -130,7 +130,8 @@ def test_with_runner_ray_ecabs_error_is_the_first_stderr_line(tmp_path, small_ru
         port = reserved.getsockname()[1]
         proc = subprocess.run([sys.executable, "-m", "ecab.run", *SMALL_RUN, f"cache_dir={small_run_cache}",
                                f"run.dir={tmp_path}/runs", "runner=ray", "model=sim",
-                               f"model.base_url=http://127.0.0.1:{port}/v1", "benchmark.limit=2"],
+                               f"model.base_url=http://127.0.0.1:{port}/v1", "benchmark.limit=2",
+                               "model.endpoint_check=false"],   # the runner meets the refusal, not the check
                               cwd=ROOT, capture_output=True, text=True, timeout=600)
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert proc.returncode != 0 and lines, proc.stdout[-2000:]
