@@ -80,7 +80,7 @@ def _openai(context: AgentContext) -> Agent:
     from ecab.agents.openai_agent import OpenAIAgent
     from ecab.llm.client import ChatClient
     chat = context.chat if context.chat is not None else ChatClient(llm_settings(context.model))
-    return OpenAIAgent(chat, context.budget)
+    return OpenAIAgent(chat, context.budget, seed=context.seed)
 
 
 for _name, _factory in (("oracle", _oracle), ("heuristic", _heuristic), ("random", _random),

@@ -22,6 +22,15 @@ an unknown tool) never end an episode on their own: none on recommend_product, a
 after a turn without one (the episode loop ends an episode at the second text-only turn in a row). They are
 drawn per (conversation, step) from sha256 of the seed, the conversation's first user message and the number
 of assistant turns so far, so the same episode meets the same faults at any concurrency and in any order.
+
+What real local models do (issue 31, ecab/sim/local_model.py), drawn the same way, each with its own draw,
+and, like the faults, never on recommend_product: `repeats` (the previous turn's call again), else
+`invented_tools` (a made-up tool name) and/or `invented_ids` (made-up product ids, when the call names
+products). A malformed fault, when one is drawn, takes the turn instead. `tool_call_format` (hermes, json,
+json_doubled) writes every call as text in `content` after a "Thought:" line, with no native tool_calls. A
+client that parses such calls echoes them back as native tool_calls; one that does not echoes the text: the
+replay reads a text call in an assistant message without tool_calls as that call (executed when a tool
+result follows it before the next assistant turn, else skipped like a fault).
 """
 from __future__ import annotations
 
@@ -36,6 +45,8 @@ from typing import Any
 
 from ecab.agents.base import tool_results_in
 from ecab.agents.heuristic import HeuristicAgent
+from ecab.sim.local_model import (INVENTED_TOOL_NAMES, invent_ids, parsed_arguments, pick, read_text_calls,
+                                  turn_draw, write_text_calls)
 from ecab.sim.policy import first_user_text
 from ecab.sim.server import FAULT_KINDS, SimConfig
 
@@ -43,6 +54,7 @@ Call = tuple[str, dict]
 FINAL_TOOL = "recommend_product"         # never faulted: a fault there would change the episode's answer
 EXTRA_CALL = "get_user_profile"          # the second call of a two_calls fault
 UNKNOWN_TOOL_NAME = "search_catalog"     # plausible, but not one of the 10 tools
+LOCAL_BEHAVIOURS = ("repeats", "invented_tools", "invented_ids")   # SimConfig rates, see the module docstring
 
 
 def message_key(message: dict[str, Any]) -> str | None:
@@ -67,10 +79,21 @@ def _parsed_call(message: dict[str, Any]) -> tuple[str, dict | None, str]:
     return str(function.get("name") or ""), arguments, str(first.get("id") or "")
 
 
-class PlanState:
-    """One conversation's heuristic plan and how far into the message list it has read."""
+def _text_call(message: dict[str, Any]) -> tuple[str, dict | None] | None:
+    """(name, parsed arguments or None) of the first tool call written in an assistant message's text."""
+    calls = read_text_calls(message.get("content") if isinstance(message.get("content"), str) else None)
+    if not calls:
+        return None
+    name, arguments = calls[0]
+    return name, parsed_arguments(arguments)
 
-    def __init__(self, user_query: str, seed: int = 0, budget: int = 100):
+
+class PlanState:
+    """One conversation's heuristic plan and how far into the message list it has read. `text_calls`: also
+    read tool calls written in the text of assistant messages that have no native ones."""
+
+    def __init__(self, user_query: str, seed: int = 0, budget: int = 100, text_calls: bool = False):
+        self.text_calls = text_calls
         self.agent = HeuristicAgent(SimpleNamespace(user_query=user_query), seed, budget=budget)
         self._plan = self.agent.plan()
         self.pending: Call | None = next(self._plan)   # the call the plan wants to make next
@@ -98,14 +121,24 @@ class PlanState:
                     self.agent.calls_spent = tool_results_in(messages[:result_index + 1])
                     self.advance(_json_or_none(messages[result_index].get("content")))
                     i = result_index
+            elif message.get("role") == "assistant" and self.text_calls and self.pending is not None \
+                    and _text_call(message) == self.pending:
+                # A call written as text and echoed back as text: executed if a tool result follows it.
+                result_index = _find_tool_result(messages, i + 1, None)
+                if result_index is not None:
+                    self.agent.calls_spent = tool_results_in(messages[:result_index + 1])
+                    self.advance(_json_or_none(messages[result_index].get("content")))
+                    i = result_index
             i += 1
         self.position = i
 
 
-def _find_tool_result(messages: list[dict[str, Any]], start: int, call_id: str) -> int | None:
+def _find_tool_result(messages: list[dict[str, Any]], start: int, call_id: str | None) -> int | None:
+    """The index of the tool result for `call_id` (None: the first tool result) before the next assistant
+    turn, or None."""
     for j in range(start, len(messages)):
         message = messages[j]
-        if message.get("role") == "tool" and str(message.get("tool_call_id") or "") == call_id:
+        if message.get("role") == "tool" and (call_id is None or str(message.get("tool_call_id") or "") == call_id):
             return j
         if message.get("role") == "assistant":
             return None
@@ -140,6 +173,10 @@ class HeuristicPolicy:
         self.replays = 0     # full replays (cache misses), for tests and tuning
         self.resumes = 0
         self.faults = {kind: 0 for kind in FAULT_KINDS}
+        self.behaviours = {kind: 0 for kind in LOCAL_BEHAVIOURS}
+        self.text_calls = 0  # replies whose call went into the text (tool_call_format not native)
+        form = self.config.tool_call_format
+        self.text_form: str | None = None if form == "native" else form
 
     # -- the simulator's policy protocol -------------------------------------------------------------------
 
@@ -148,14 +185,16 @@ class HeuristicPolicy:
 
     def stats(self) -> dict[str, int]:
         return {**{f"fault_{kind}": n for kind, n in self.faults.items()},
+                **{f"local_{kind}": n for kind, n in self.behaviours.items()}, "text_calls": self.text_calls,
                 "policy_replays": self.replays, "policy_resumes": self.resumes}
 
     def reply(self, request: dict[str, Any]) -> tuple[dict[str, Any], str]:
         """(assistant message, finish reason): the plan's next call, or text once the plan is finished."""
         messages = request["messages"]
         reply, state = self.next_reply(messages)
-        message: dict[str, Any] = {"role": "assistant", "content": reply.thought,
-                                   "reasoning_content": reply.reasoning}
+        message: dict[str, Any] = {"role": "assistant", "content": reply.thought}
+        if self.text_form is None:   # the local servers' models write no separate reasoning
+            message["reasoning_content"] = reply.reasoning
         if reply.call is None:
             message["content"] = f"{reply.thought} (ref {uuid.uuid4().hex[:12]})"
             return message, "stop"
@@ -168,16 +207,63 @@ class HeuristicPolicy:
                                   f"(ref {uuid.uuid4().hex[:12]})")
             self.remember(state, message)
             return message, "stop"
+        if fault is None and name != FINAL_TOOL:
+            name, arguments = self.misbehave(messages, name, arguments)
         call_name = UNKNOWN_TOOL_NAME if fault == "unknown_tool" else name
-        text = json.dumps(arguments, ensure_ascii=False)
+        text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
         if fault == "invalid_json":
             text = text[:-1] + ',"'       # a truncated object: json.loads fails
-        calls = [_tool_call(call_name, text)]
+        calls = [(call_name, text)]
         if fault == "two_calls":
-            calls.append(_tool_call(EXTRA_CALL, "{}"))
-        message["tool_calls"] = calls
+            calls.append((EXTRA_CALL, "{}"))
+        if self.text_form is not None:
+            # As a local model writes it: a Thought line (its ref keeps the message unique, the plan cache's
+            # key), then the call(s) as text; arguments that are not valid JSON go as the string they are.
+            self.text_calls += 1
+            written = [(n, parsed_arguments(t) if parsed_arguments(t) is not None else t) for n, t in calls]
+            message["content"] = (f"Thought: I will call {reply.call[0]} next, as my plan says. "
+                                  f"(ref {uuid.uuid4().hex[:12]})\n" + write_text_calls(written, self.text_form))
+            self.remember(state, message)
+            return message, "stop"
+        message["tool_calls"] = [_tool_call(n, t) for n, t in calls]
         self.remember(state, message)
         return message, "tool_calls"
+
+    def misbehave(self, messages: list[dict[str, Any]], name: str, arguments: Any) -> tuple[str, Any]:
+        """The call a small local model would send instead of the plan's (name, arguments), per the config's
+        rates (see the module docstring): the previous turn's call again, else a made-up name and/or made-up
+        product ids. Arguments come back as a dict, or as the string a repeated call carried."""
+        cfg = self.config
+        if cfg.repeats and turn_draw(self.seed, "repeats", messages) < cfg.repeats:
+            previous = self.previous_call(messages)
+            if previous is not None and previous[0] != FINAL_TOOL:
+                self.behaviours["repeats"] += 1
+                return previous
+        if cfg.invented_tools and turn_draw(self.seed, "invented_tools", messages) < cfg.invented_tools:
+            self.behaviours["invented_tools"] += 1
+            name = pick(INVENTED_TOOL_NAMES, self.seed, "invented_tools", messages)
+        if cfg.invented_ids and turn_draw(self.seed, "invented_ids", messages) < cfg.invented_ids:
+            invented = invent_ids(arguments, self.seed, messages) if isinstance(arguments, dict) else None
+            if invented is not None:
+                self.behaviours["invented_ids"] += 1
+                arguments = invented
+        return name, arguments
+
+    def previous_call(self, messages: list[dict[str, Any]]) -> tuple[str, Any] | None:
+        """The first call of the last assistant turn (native, or written in its text), None if it made none."""
+        for message in reversed(messages):
+            if message.get("role") != "assistant":
+                continue
+            if message.get("tool_calls"):
+                function = (message["tool_calls"][0] or {}).get("function") or {}
+                arguments = function.get("arguments")
+                parsed = parsed_arguments(arguments)
+                return str(function.get("name") or ""), parsed if parsed is not None else str(arguments or "")
+            if self.text_form is not None:
+                found = read_text_calls(message.get("content") if isinstance(message.get("content"), str) else None)
+                return found[0] if found else None
+            return None
+        return None
 
     def pick_fault(self, messages: list[dict[str, Any]]) -> str | None:
         """The fault (or None) for this conversation at this step: the same on every run and at any
@@ -190,7 +276,7 @@ class HeuristicPolicy:
         for kind in FAULT_KINDS:
             edge += float(self.config.malformed.get(kind) or 0.0)
             if draw < edge:
-                if kind == "no_tool_call" and assistant and not assistant[-1].get("tool_calls"):
+                if kind == "no_tool_call" and assistant and not _made_a_call(messages, assistant[-1]):
                     return None   # a second text-only turn in a row would end the episode
                 return kind
         return None
@@ -201,7 +287,8 @@ class HeuristicPolicy:
         state = self._resume(messages)
         if state is None:
             self.replays += 1
-            state = PlanState(_user_query(messages), self.seed, _budget(messages))
+            state = PlanState(_user_query(messages), self.seed, _budget(messages),
+                              text_calls=self.text_form is not None)
         else:
             self.resumes += 1
         state.consume(messages)
@@ -230,6 +317,15 @@ class HeuristicPolicy:
                     return state
                 return None
         return None
+
+
+def _made_a_call(messages: list[dict[str, Any]], message: dict[str, Any]) -> bool:
+    """Whether an assistant turn counted as a tool call for the episode loop: it has native tool_calls, or a
+    tool result follows it (a call written as text that the client parsed and executed)."""
+    if message.get("tool_calls"):
+        return True
+    at = next((i for i, m in enumerate(messages) if m is message), None)
+    return at is not None and at + 1 < len(messages) and messages[at + 1].get("role") == "tool"
 
 
 def _user_query(messages: list[dict[str, Any]]) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ecab.env.agent_protocol import Agent, AgentError, InfraError, system_prompt
 from ecab.schema import Step, Task, Trajectory
@@ -32,16 +32,19 @@ class EpisodeSettings:
 
 
 async def run_episode(task: Task, agent: Agent, toolbox, settings: EpisodeSettings, *,
-                      unit: dict[str, Any] | None = None) -> Trajectory:
-    """Run one episode to its end and return its record. Never raises for agent or tool trouble."""
+                      unit: dict[str, Any] | None = None,
+                      on_turn: Callable[[Trajectory], None] | None = None) -> Trajectory:
+    """Run one episode to its end and return its record. Never raises for agent or tool trouble.
+    `on_turn`, when given, is called on the loop after every turn that does not end the episode, with the
+    record so far (the live object: copy what you keep; the runners checkpoint it, ecab/runner/episode.py)."""
     traj = Trajectory(id=task.id, intent_category=task.intent_category, user_query=task.user_query,
                       model=getattr(agent, "name", "agent"), unit=dict(unit or {}))
     started = time.perf_counter()
     try:
         if settings.wall_clock_s:
-            await asyncio.wait_for(_loop(task, agent, toolbox, settings, traj), settings.wall_clock_s)
+            await asyncio.wait_for(_loop(task, agent, toolbox, settings, traj, on_turn), settings.wall_clock_s)
         else:
-            await _loop(task, agent, toolbox, settings, traj)
+            await _loop(task, agent, toolbox, settings, traj, on_turn)
     except asyncio.TimeoutError:
         _fail(traj, "infra_error", f"episode exceeded its wall-clock limit of {settings.wall_clock_s} s")
     except AgentError as exc:
@@ -69,7 +72,8 @@ def _fail(traj: Trajectory, termination: str, message: str) -> None:
     traj.predicted_product_id = None
 
 
-async def _loop(task: Task, agent: Agent, toolbox, settings: EpisodeSettings, traj: Trajectory) -> None:
+async def _loop(task: Task, agent: Agent, toolbox, settings: EpisodeSettings, traj: Trajectory,
+                on_turn: Callable[[Trajectory], None] | None = None) -> None:
     history: list[dict[str, Any]] = [{"role": "system", "content": system_prompt(settings.budget)},
                                      {"role": "user", "content": task.user_query}]
     traj.trajectory = [dict(m) for m in history]
@@ -104,14 +108,19 @@ async def _loop(task: Task, agent: Agent, toolbox, settings: EpisodeSettings, tr
                 return
             reminded = True
             _say(history, traj, NO_TOOL_REMINDER)
+            if on_turn is not None:
+                on_turn(traj)
             continue
         reminded = False
         first = calls[0]
-        history.append({**message, "tool_calls": [first]})
+        history.append(_for_endpoint({**message, "tool_calls": [first]}))
         traj.trajectory.append(message)  # the record keeps every call the model emitted
         name = (first.get("function") or {}).get("name", "")
         arguments = (first.get("function") or {}).get("arguments") or ""
-        result = await toolbox.call(name, arguments)
+        if first.get("parse_error"):   # a call written as text that could not be read: not run (_unreadable_call)
+            result = _unreadable_call(toolbox, name, first["parse_error"])
+        else:
+            result = await toolbox.call(name, arguments)
         traj.total_tool_calls += 1
         if result.arguments is not None:  # like the original: counted only after the JSON parsed
             traj.ask_user_calls += name == "ask_user"
@@ -120,6 +129,8 @@ async def _loop(task: Task, agent: Agent, toolbox, settings: EpisodeSettings, tr
         history.append(tool_message)
         traj.trajectory.append(tool_message)
         step.call_index, step.tool = traj.total_tool_calls, name
+        if first.get("parse_error") and not name:
+            step.tool = None  # no name could be read: keyed under no tool (see _unreadable_call)
         step.arguments = result.arguments if result.arguments is not None else arguments
         step.is_error = result.is_error
         step.error = str(result.content.get("error")) if result.is_error else None
@@ -133,6 +144,8 @@ async def _loop(task: Task, agent: Agent, toolbox, settings: EpisodeSettings, tr
             return
         if settings.final_warning and traj.total_tool_calls == settings.budget - 1:
             _say(history, traj, FINAL_WARNING)
+        if on_turn is not None:
+            on_turn(traj)
     traj.termination = "budget_exhausted"
 
 
@@ -172,6 +185,32 @@ def _clean_assistant(message: dict[str, Any]) -> dict[str, Any]:
         if key not in out and key != "role":
             out[key] = value
     return out
+
+
+def _for_endpoint(message: dict[str, Any]) -> dict[str, Any]:
+    """The assistant message as the next request sends it: the record's marks of calls read from text
+    (`tool_calls_parsed_from`, a call's `parse_error`) stay in traj.trajectory only."""
+    out = {k: v for k, v in message.items() if k != "tool_calls_parsed_from"}
+    if out.get("tool_calls"):
+        out["tool_calls"] = [{k: v for k, v in call.items() if k != "parse_error"} for call in out["tool_calls"]]
+    return out
+
+
+def _unreadable_call(toolbox, name: str, parse_error: str):
+    """The result of a call the model wrote as text that could not be read (llm/tool_text.py), recorded like an
+    executed call that failed, without running it: it costs one call of the budget, as a native call whose
+    arguments JSON does not parse does, and the model gets `{"error": <what is wrong, what to write>}` in the
+    tool message, the shape of every tool error. The step's `tool` is the name when it could be read (so the
+    per-tool analyses count it as that tool's error, like a native call with bad arguments, and a read
+    recommend_product ends the episode as invalid_recommendation, as the native one does), and None when no
+    name could be read: the per-tool tables (reduce/interaction.py, reduce/usage.py) then key no invented ""
+    tool, while the step's call_index, is_error and error still count it against the budget and in
+    traj.tool_errors."""
+    from ecab.env.tools import ToolResult
+
+    tool = getattr(toolbox, "tools", {}).get(name) if name else None
+    return ToolResult(name, None, {"error": parse_error}, is_error=True, terminal=bool(tool and tool.terminal),
+                      error_kind="unreadable_call")
 
 
 def _record_failed_turn(traj: Trajectory, usage: dict[str, Any], turn: int, exc: Exception) -> None:

@@ -13,7 +13,10 @@ episode of a run shares one). It owns:
   limiter (ecab/llm/limits.py) when the builder injects one (the runners do); a call backing off holds neither;
 - the disk cache of replies (ecab/llm/cache.py) when given one: `cached` and `remember`, keyed by model id,
   temperature and messages;
-- tokens and cost of each reply (`Reply.tokens`, `Reply.cost_usd`, from the model's price table).
+- tokens and cost of each reply (`Reply.tokens`, `Reply.cost_usd`, from the model's price table);
+- streaming when the settings say `stream: true` (ecab/llm/streaming.py): the reply is streamed and assembled into
+  the JSON a non-streamed reply gives, every wait on the server bounded by `idle_timeout_s` (default `timeout_s`)
+  instead of one bound on the whole reply; a stall is a retried timeout. The blocking twin streams too.
 
 Failures are classified once (`ChatError.kind`): "unavailable" (transient errors past the retries, or an
 exhausted quota, where waiting does not help: worth a later re-run), "refused" (401/403: the key; 404: the
@@ -37,10 +40,12 @@ from ecab.llm.limits import Limiter, Slot
 from ecab.llm.retry import (RetryLog, TransientResponseError, describe_error, is_quota_exhausted, is_retryable,
                             retry_after_seconds, retrying, status_of, sync_retrying)
 from ecab.llm.settings import HTTP_CLIENTS, ModelSettings
+from ecab.llm.streaming import Streamed, stream_chat_completion, stream_chat_completion_blocking
 
 # One INFO line per HTTP request drowns the run's output (hundreds of requests per second).
 for _noisy in ("httpx", "httpx2", "openai"):
     logging.getLogger(_noisy).setLevel(logging.WARNING)
+logger = logging.getLogger(__name__)
 
 POOL_CONNECTIONS = 4096   # as big as any gate; see docs/decisions.md#aiohttp-transport
 UNAVAILABLE, REFUSED, REJECTED = "unavailable", "refused", "rejected"
@@ -77,13 +82,15 @@ class TokenUsage:
 
 @dataclass
 class Reply:
-    """One completion: the endpoint's JSON, what it cost, and how long it took with its retries."""
+    """One completion: the endpoint's JSON (a streamed reply assembled into the same shape), what it cost, and
+    how long it took with its retries (and, streamed, how long its last attempt waited for the first chunk)."""
 
     data: dict[str, Any]
     tokens: TokenUsage
     cost_usd: float
     latency_s: float        # the whole request, retry waits included
     log: RetryLog
+    first_chunk_s: float | None = None   # streamed: from the last attempt's request to its first chunk
 
     @property
     def message(self) -> dict[str, Any]:
@@ -116,6 +123,7 @@ class ChatClient:
         self._gate: asyncio.Semaphore | None = None
         self._closer = None
         self._blocking: openai.OpenAI | None = None
+        self._told_no_usage = False
 
     # -- the request ---------------------------------------------------------------------------------------
 
@@ -154,6 +162,7 @@ class ChatClient:
         log = log if log is not None else RetryLog()
         http, gate = await self._bound()
         started = time.perf_counter()
+        streamed: Streamed | None = None
         try:
             # paced: a limiter holds calls through a Retry-After pause, retried calls first, oldest first
             async for attempt in retrying(on_retry=log.record, max_attempts=s.max_attempts, max_wait=s.max_retry_wait_s,
@@ -162,14 +171,18 @@ class ChatClient:
                     state = attempt.retry_state
                     async with gate, self._slot(retry=state.attempt_number > 1, since=state.start_time) as slot:
                         try:
-                            data = await post_chat_completion(http, request)
+                            if s.stream:
+                                streamed = await stream_chat_completion(http, _body(request), **self._idle(request))
+                                data = streamed.data
+                            else:
+                                data = await post_chat_completion(http, request)
                         except openai.RateLimitError as exc:   # tell the adaptive limiter (shrink, pause)
                             slot.throttled(retry_after_seconds(exc))
                             raise
                     _check_choices(data)
         except Exception as exc:  # noqa: BLE001 - every failure becomes one classified ChatError
             raise self._failure(exc, log) from None
-        return self._reply(data, time.perf_counter() - started, log)
+        return self._reply(data, time.perf_counter() - started, log, streamed)
 
     def complete_blocking(self, request: dict[str, Any], log: RetryLog | None = None) -> Reply:
         """`complete` for a caller without an event loop: the same policy, sleeps with time.sleep; no gates."""
@@ -177,16 +190,21 @@ class ChatClient:
         log = log if log is not None else RetryLog()
         http = self._blocking_http()
         started = time.perf_counter()
+        streamed: Streamed | None = None
         try:
             for attempt in sync_retrying(on_retry=log.record, max_attempts=s.max_attempts,
                                          max_wait=s.max_retry_wait_s, backoff_base=s.backoff_base_s):
                 with attempt:
-                    data = http.post("/chat/completions", body=_body(request), cast_to=object,
-                                     options=_options(request))
+                    if s.stream:
+                        streamed = stream_chat_completion_blocking(http, _body(request), **self._idle(request))
+                        data = streamed.data
+                    else:
+                        data = http.post("/chat/completions", body=_body(request), cast_to=object,
+                                         options=_options(request))
                     _check_choices(data)
         except Exception as exc:  # noqa: BLE001 - as in complete
             raise self._failure(exc, log) from None
-        return self._reply(data, time.perf_counter() - started, log)
+        return self._reply(data, time.perf_counter() - started, log, streamed)
 
     # -- the reply cache ---------------------------------------------------------------------------------------
 
@@ -242,13 +260,27 @@ class ChatClient:
                                            max_retries=0, timeout=s.timeout_s)
         return self._blocking
 
+    def _idle(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The bounds of one streamed attempt (ecab/llm/streaming.py): every wait on the server at most
+        idle_timeout_s (default timeout_s), named as configured in the stall's message; timeout_s for the rest."""
+        s = self.settings
+        idle = s.idle_timeout_s if s.idle_timeout_s is not None else s.timeout_s
+        setting = (f"{s.config_key}.idle_timeout_s" if s.idle_timeout_s is not None
+                   else f"{s.config_key}.idle_timeout_s unset: {s.config_key}.timeout_s")
+        return {"idle_timeout_s": idle, "timeout_s": request.get("timeout", s.timeout_s), "setting": setting}
+
     def _slot(self, retry: bool, since: float) -> contextlib.AbstractAsyncContextManager[Slot]:
         return self.limiter.slot(retry=retry, since=since) if self.limiter is not None else _no_limiter()
 
-    def _reply(self, data: dict[str, Any], latency_s: float, log: RetryLog) -> Reply:
+    def _reply(self, data: dict[str, Any], latency_s: float, log: RetryLog, streamed: Streamed | None = None) -> Reply:
         tokens = TokenUsage.of(data)
         cost = self.settings.cost_usd(tokens.prompt, tokens.completion, tokens.cached)
-        return Reply(data=data, tokens=tokens, cost_usd=cost, latency_s=latency_s, log=log)
+        if streamed is not None and not streamed.usage_reported and not self._told_no_usage:
+            self._told_no_usage = True
+            logger.warning("model %s (%s): the streamed reply carried no usage (stream_options.include_usage "
+                           "ignored?): its tokens and cost read 0", self.settings.name, self.settings.model_id)
+        return Reply(data=data, tokens=tokens, cost_usd=cost, latency_s=latency_s, log=log,
+                     first_chunk_s=streamed.first_chunk_s if streamed is not None else None)
 
     def _failure(self, exc: BaseException, log: RetryLog) -> ChatError:
         s = self.settings

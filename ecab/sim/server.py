@@ -20,6 +20,26 @@ Injectable trouble (all rates are per request):
 - optional: a required API key (401 otherwise), a list of served model ids (404 otherwise), a context
   limit in estimated tokens (400 context_length_exceeded).
 
+What real small models served locally send (issue 31; ecab/sim/local_model.py), all off by default:
+- `tool_call_format`: the agent's policy writes its tool calls natively, or as text in `content` (after a
+  "Thought:" line, no native tool_calls): `json` (a bare object), `json_doubled` (`{{...}}`), `hermes`
+  (`<tool_call>...</tool_call>`);
+- `invented_tools`, `invented_ids`, `repeats`: per-turn rates of a made-up tool name, made-up product ids,
+  the previous turn's call sent again; drawn by the agent's policy per (conversation, step) like
+  `malformed`, and like it never on recommend_product, so they never end an episode by themselves;
+- `pad_to_cap` (here, for any policy's reply; drawn per (conversation, step) too): the content padded with
+  newlines up to the request's max_tokens / max_completion_tokens, finish_reason "length", usage
+  completion_tokens = the cap (a request without a cap is never padded);
+- `slow_turn_ms`: a turn's extra time (after latency; streamed: a gap between the headers and the first
+  chunk), `chunk_gap_ms` between streamed chunks, so a client's timeouts can be tested;
+- `replay`: a JSONL (gzip or plain) of ecab trajectories whose recorded assistant messages are sent back
+  turn by turn instead of any policy's (local_model.ReplayPolicy).
+
+Streaming: a request with `"stream": true` is answered with Server-Sent Events as OpenAI does
+(`chat.completion.chunk`s, content and tool-call deltas in a few pieces, a last chunk with the finish reason,
+a usage chunk when `stream_options.include_usage`, then `data: [DONE]`). Errors are plain JSON answers, sent
+before any stream starts.
+
 Endpoints: POST /v1/chat/completions, GET /v1/models, GET /v1/sim/stats.
 """
 from __future__ import annotations
@@ -38,6 +58,7 @@ from typing import Any, Callable, Sequence
 from aiohttp import web
 
 from ecab.llm.settings import ModelSettings
+from ecab.sim.local_model import TOOL_CALL_FORMATS, ReplayPolicy, turn_draw
 from ecab.sim.policy import PolicyFactory, ReplyPolicy
 
 DEFAULT_MODEL_ID = "ecab-sim-heuristic"
@@ -62,6 +83,15 @@ class SimConfig:
     models: list[str] | None = None        # when set, other model ids get 404
     context_limit_tokens: int | None = None
     seed: int = 0
+    # What real local models send (local_model.py); the defaults are the well-behaved endpoint.
+    tool_call_format: str = "native"       # native | hermes | json | json_doubled: where the agent writes calls
+    invented_tools: float = 0.0            # rate per turn: a tool name the model made up
+    invented_ids: float = 0.0              # rate per turn: made-up product ids in the call's arguments
+    repeats: float = 0.0                   # rate per turn: the previous turn's call, sent again
+    pad_to_cap: float = 0.0                # rate per turn: content padded with newlines to max_tokens ("length")
+    slow_turn_ms: float = 0.0              # extra time per turn (streamed: before the first chunk)
+    chunk_gap_ms: float = 0.0              # streamed: time between chunks
+    replay: str | None = None              # JSONL(.gz) of ecab trajectories: answer with their messages
 
     @classmethod
     def from_any(cls, value: Any) -> "SimConfig":
@@ -90,8 +120,19 @@ class SimConfig:
                 ("rate_429", "rate", 0, True, False), ("retry_after_s", "number", 0, True, True),
                 ("rpm", "number", 0, False, True), ("tpm", "number", 0, False, True),
                 ("rate_5xx", "rate", 0, True, False), ("context_limit_tokens", "int", 1, True, True),
-                ("seed", "int", None, True, False)):
+                ("seed", "int", None, True, False), ("invented_tools", "rate", 0, True, False),
+                ("invented_ids", "rate", 0, True, False), ("repeats", "rate", 0, True, False),
+                ("pad_to_cap", "rate", 0, True, False), ("slow_turn_ms", "number", 0, True, False),
+                ("chunk_gap_ms", "number", 0, True, False)):
             check_number(f"model.sim.{key}", getattr(out, key), kind, low, inclusive, nullable)
+        if out.tool_call_format not in TOOL_CALL_FORMATS:
+            raise ValueError(f"model.sim.tool_call_format must be one of {list(TOOL_CALL_FORMATS)}, "
+                             f"got {out.tool_call_format!r}")
+        if out.replay is not None:
+            from pathlib import Path
+            if not isinstance(out.replay, str) or not Path(out.replay).is_file():
+                raise ValueError(f"model.sim.replay must be the path of a JSONL (.gz) file of ecab trajectories "
+                                 f"(or null), got {out.replay!r}: no such file")
         for kind, rate in out.malformed.items():
             check_number(f"model.sim.malformed.{kind}", rate, "rate")
         if sum(out.malformed.values()) > 1:
@@ -127,6 +168,47 @@ def estimate_tokens(text: str) -> int:
     return max(1, math.ceil(len(text) / CHARS_PER_TOKEN))
 
 
+def pieces(text: str, n: int = 3) -> list[str]:
+    """`text` cut into at most `n` non-empty pieces of about equal length ([] for "")."""
+    if not text:
+        return []
+    size = max(1, math.ceil(len(text) / n))
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+def stream_chunks(completion: dict[str, Any], include_usage: bool = False) -> list[dict[str, Any]]:
+    """A chat.completion as the chat.completion.chunk objects OpenAI streams for it: the role first, then the
+    reasoning, the content and each tool call (id, type and name, then its arguments) in a few deltas, a last
+    chunk with the finish reason, and when asked (stream_options.include_usage) a chunk with no choices and
+    the usage (every earlier chunk then has "usage": null). They reassemble to the same message."""
+    choice = completion["choices"][0]
+    message = choice["message"]
+    base = {k: completion[k] for k in ("id", "created", "model", "system_fingerprint")}
+    base["object"] = "chat.completion.chunk"
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        out = {**base, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+        if include_usage:
+            out["usage"] = None
+        return out
+
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    for piece in pieces(message.get("reasoning_content") or ""):
+        chunks.append(chunk({"reasoning_content": piece}))
+    for piece in pieces(message.get("content") or ""):
+        chunks.append(chunk({"content": piece}))
+    for index, call in enumerate(message.get("tool_calls") or []):
+        function = call.get("function") or {}
+        chunks.append(chunk({"tool_calls": [{"index": index, "id": call.get("id"), "type": call.get("type", "function"),
+                                             "function": {"name": function.get("name"), "arguments": ""}}]}))
+        for piece in pieces(function.get("arguments") or "", 2):
+            chunks.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
+    chunks.append(chunk({}, choice["finish_reason"]))
+    if include_usage:
+        chunks.append({**base, "choices": [], "usage": completion["usage"]})
+    return chunks
+
+
 class SimApp:
     """The request handling, separate from the thread/loop plumbing so it can be reused. `policies`: reply
     policy factories, asked in order (policy.py)."""
@@ -134,11 +216,14 @@ class SimApp:
     def __init__(self, config: SimConfig, policies: Sequence[PolicyFactory] = ()):
         self.config = config
         self.rng = random.Random(config.seed)
-        self.policies: list[ReplyPolicy] = [make(config) for make in policies]
+        # A replayed file answers every request (local_model.ReplayPolicy), before any policy passed.
+        replay: list[PolicyFactory] = [ReplayPolicy] if config.replay else []
+        self.policies: list[ReplyPolicy] = [make(config) for make in (*replay, *policies)]
         self.rpm = TokenBucket(config.rpm) if config.rpm else None
         self.tpm = TokenBucket(config.tpm) if config.tpm else None
         self.stats: dict[str, int] = {"requests": 0, "ok": 0, "429_random": 0, "429_rpm": 0, "429_tpm": 0,
-                                      "5xx": 0, "401": 0, "404": 0, "400": 0}
+                                      "5xx": 0, "401": 0, "404": 0, "400": 0,
+                                      "padded_to_cap": 0, "streamed": 0}
         self.started = time.monotonic()
         # Requests admitted past the rate limits per tenth of a second of wall time (int(time.time() * 10)),
         # so a benchmark can measure the admitted rate over any stretch of a run.
@@ -207,8 +292,61 @@ class SimApp:
             return self._error(400, "The simulator has no reply policy for this request.", "invalid_request_error",
                                None)
         message, finish = policy.reply(body)
+        completion = self._completion(model, message, finish, prompt_tokens)
+        self._maybe_pad(body, completion)
         self.stats["ok"] += 1
-        return web.json_response(self._completion(model, message, finish, prompt_tokens))
+        if body.get("stream"):
+            self.stats["streamed"] += 1
+            options = body.get("stream_options") or {}
+            return await self._stream(request, completion, bool(options.get("include_usage")))
+        if cfg.slow_turn_ms > 0:
+            await asyncio.sleep(cfg.slow_turn_ms / 1000.0)
+        return web.json_response(completion)
+
+    # ------------------------------------------------------------------------------------ local models
+
+    def _maybe_pad(self, body: dict[str, Any], completion: dict[str, Any]) -> None:
+        """`pad_to_cap`: the reply's content padded with newlines to the request's output cap (what a small
+        model did under tool_choice=required): finish_reason "length", completion_tokens = the cap."""
+        cfg = self.config
+        cap = body.get("max_completion_tokens") or body.get("max_tokens")
+        if not cfg.pad_to_cap or not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
+            return
+        messages = body.get("messages") or []
+        if turn_draw(cfg.seed, "pad_to_cap", messages) >= cfg.pad_to_cap:
+            return
+        self.stats["padded_to_cap"] += 1
+        choice = completion["choices"][0]
+        message = choice["message"]
+        calls_chars = sum(len(_call_text(c)) for c in message.get("tool_calls") or [])
+        room = max(0, int(cap * CHARS_PER_TOKEN) - calls_chars)
+        content = (message.get("content") or "")[:room]
+        message["content"] = content + "\n" * (room - len(content))
+        choice["finish_reason"] = "length"
+        usage = completion["usage"]
+        usage["completion_tokens"] = cap
+        usage["total_tokens"] = usage["prompt_tokens"] + cap
+
+    async def _stream(self, request: web.Request, completion: dict[str, Any],
+                      include_usage: bool) -> web.StreamResponse:
+        """The completion as OpenAI streams it: Server-Sent Events of chat.completion.chunk."""
+        cfg = self.config
+        response = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream",
+                                                           "Cache-Control": "no-cache"})
+        await response.prepare(request)
+        chunks = stream_chunks(completion, include_usage)
+        try:
+            if cfg.slow_turn_ms > 0:
+                await asyncio.sleep(cfg.slow_turn_ms / 1000.0)
+            for k, chunk in enumerate(chunks):
+                if k and cfg.chunk_gap_ms > 0:
+                    await asyncio.sleep(cfg.chunk_gap_ms / 1000.0)
+                await response.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+            await response.write(b"data: [DONE]\n\n")
+            await response.write_eof()
+        except ConnectionError:   # the client gave up (an idle timeout, say): nobody to answer
+            pass
+        return response
 
     # ---------------------------------------------------------------------------------------------- parts
 
@@ -246,8 +384,7 @@ class SimApp:
         return next((policy for policy in self.policies if policy.claims(request)), None)
 
     def _completion(self, model: str, message: dict[str, Any], finish: str, prompt_tokens: int) -> dict[str, Any]:
-        spoken = (message.get("content") or "") + "".join(
-            c["function"]["name"] + c["function"]["arguments"] for c in message.get("tool_calls") or [])
+        spoken = (message.get("content") or "") + "".join(_call_text(c) for c in message.get("tool_calls") or [])
         reasoning_tokens = estimate_tokens(message.get("reasoning_content") or "")
         completion_tokens = estimate_tokens(spoken) + reasoning_tokens
         return {"id": "chatcmpl-" + uuid.uuid4().hex[:24], "object": "chat.completion", "created": int(time.time()),
@@ -267,6 +404,13 @@ class SimApp:
             headers["retry-after"] = f"{retry_after:.3f}"
         return web.json_response({"error": {"message": message, "type": kind, "param": None, "code": code}},
                                  status=status, headers=headers)
+
+
+def _call_text(call: dict[str, Any]) -> str:
+    """A tool call's name and arguments as the model spelled them (what its tokens were spent on)."""
+    function = call.get("function") or {}
+    arguments = function.get("arguments") or ""
+    return str(function.get("name") or "") + (arguments if isinstance(arguments, str) else json.dumps(arguments))
 
 
 class SimServer:
