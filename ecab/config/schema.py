@@ -268,6 +268,8 @@ class RunnerConfig(Section):
     concurrency: int = num("int", 1)            # episodes in flight
     max_attempts: int = num("int", 1)           # episode attempts when one ends in infra_error
     step_delay_s: Number = num("number", 0)     # test/bench aid: sleep before each agent turn
+    # an episode in flight is checkpointed at most this often (trajectories/inflight/); null: never
+    checkpoint_every_s: Number | None = num("number", 0, nullable=True, default=5.0)
     RUNNER: ClassVar[str] = ""                  # the runner.name whose keys this section has
 
     def check(self) -> None:

@@ -54,14 +54,42 @@ def owner_dead(name: str) -> bool:
     return proc_start(int(match["pid"])) != match["start"]
 
 
-def sweep(parent: str | os.PathLike) -> list[Path]:
-    """Remove the temporary folders in `parent` whose owner is dead; returns those removed."""
+# Temporary folders of builds made before they named their owner: a catalog's staging folder
+# (`.<fingerprint>-<mkdtemp's 8 characters>`) and the encoder export's (`.<name>.tmp-<pid>-<8 hex>`).
+LEGACY = re.compile(r"^\.(?:[0-9a-f]{64}-[a-z0-9_]{8}|.+\.tmp-\d+-[0-9a-f]{8})$")
+LEGACY_IDLE_S = 24 * 3600   # untouched this long: no build of the old kind is still writing into it
+
+
+def legacy_abandoned(entry: Path, now: float | None = None) -> bool:
+    """Whether a temporary folder of the old kind (no owner in its name) is certainly abandoned: nothing in it
+    changed for LEGACY_IDLE_S (a build writes all the time), and for the kind that names a pid, that pid is not
+    running here. Such folders stop existing after one sweep; new builds make owned ones."""
+    if LEGACY.match(entry.name) is None:
+        return False
+    import time
+
+    now = time.time() if now is None else now
+    try:
+        newest = max([entry.lstat().st_mtime] + [p.lstat().st_mtime for p in entry.rglob("*")])
+    except OSError:
+        return False
+    if now - newest < LEGACY_IDLE_S:
+        return False
+    pid = re.search(r"\.tmp-(\d+)-[0-9a-f]{8}$", entry.name)
+    return pid is None or not Path(f"/proc/{pid[1]}").exists()
+
+
+def sweep(parent: str | os.PathLike, *, now: float | None = None) -> list[Path]:
+    """Remove the temporary folders in `parent` whose owner is dead (and abandoned ones of the old kind);
+    returns those removed. `now`: the wall clock (a test passes one)."""
     parent = Path(parent)
     if not parent.is_dir():
         return []
     removed = []
     for entry in sorted(parent.iterdir()):
-        if TAG in entry.name and entry.is_dir() and not entry.is_symlink() and owner_dead(entry.name):
+        if not entry.is_dir() or entry.is_symlink():
+            continue
+        if (TAG in entry.name and owner_dead(entry.name)) or legacy_abandoned(entry, now):
             shutil.rmtree(entry, ignore_errors=True)
             if not entry.exists():
                 removed.append(entry)

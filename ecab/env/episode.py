@@ -136,6 +136,8 @@ async def _loop(task: Task, agent: Agent, toolbox, settings: EpisodeSettings, tr
         step.error = str(result.content.get("error")) if result.is_error else None
         step.extra_calls, step.tool_latency_s = len(calls) - 1, round(result.latency_s, 6)
         step.revealed_slot, step.result_ids = result.revealed_slot_id, result_ids(result.content)
+        if result.sandbox_timing is not None:
+            step.sandbox_queued_s, step.sandbox_run_s = result.sandbox_timing
         traj.steps.append(step)
         if len(calls) > 1:
             _say(history, traj, MULTI_CALL_ERROR)

@@ -135,7 +135,8 @@ class ToolResult:
     recommended_id: str | None = None      # the product_id argument of recommend_product, as given
     valid_recommendation: bool = False     # that id exists in the catalog (the prediction counts)
     revealed_slot_id: str | None = None    # ask_user: the slot this question revealed
-    error_kind: str | None = None          # invalid_json | unknown_tool | call_failed | tool_error
+    error_kind: str | None = None          # invalid_json | unknown_tool | call_failed | tool_error | unreadable_call
+    sandbox_timing: tuple[float | None, float | None] | None = None   # python_execute: (queued_s, run_s)
 
     @property
     def predicted_product_id(self) -> str | None:
@@ -294,7 +295,9 @@ async def _python_execute(box: ToolBox, params: dict, result: ToolResult) -> dic
     code = params["code"]
     sandbox = box.sandbox or sandbox_mod.default_sandbox()
     # The episode's own key: the shared sandbox queues calls per episode and serves episodes in turn.
-    return await sandbox.run_code_async(code, owner=box.sandbox_owner)
+    ran = await sandbox.execute_async(code, owner=box.sandbox_owner)
+    result.sandbox_timing = (ran.queued_s, ran.run_s)   # the step records the wait apart from the run
+    return ran.to_tool_dict()
 
 
 def _recommend_product(box: ToolBox, params: dict, result: ToolResult) -> dict:

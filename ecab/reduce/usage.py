@@ -94,6 +94,9 @@ def latency_section(episodes: Sequence[Episode]) -> dict[str, Any]:
     steps = [s for e in evaluated for s in e.traj.steps]
     return {
         "tool_latency_s": spread([s.tool_latency_s for s in steps if s.tool is not None]),
+        # python_execute's share of it: waiting for a sandbox slot (other episodes' calls) apart from running
+        "sandbox_queued_s": spread([s.sandbox_queued_s for s in steps if s.sandbox_queued_s is not None]),
+        "sandbox_run_s": spread([s.sandbox_run_s for s in steps if s.sandbox_run_s is not None]),
         "agent_latency_s": spread([s.agent_latency_s for s in steps]),
         "episode_wall_s": spread([e.traj.wall_s for e in evaluated]),
         "llm_retries": sum(episode_retries(e.traj) for e in episodes),

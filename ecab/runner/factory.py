@@ -20,7 +20,8 @@ def episode_options(cfg: EcabConfig) -> EpisodeOptions:
     """The episode setup every runner shares; the model section travels as the typed `ModelConfig` (picklable:
     process and Ray workers get a copy)."""
     return EpisodeOptions(model_cfg=cfg.model, tool_options=tool_options(cfg),
-                          max_attempts=cfg.runner.max_attempts, step_delay_s=float(cfg.runner.step_delay_s))
+                          max_attempts=cfg.runner.max_attempts, step_delay_s=float(cfg.runner.step_delay_s),
+                          checkpoint_every_s=cfg.runner.checkpoint_every_s)
 
 
 # runner.processes=auto: one event loop keeps up with this many episodes in flight; more get a process per

@@ -2,7 +2,8 @@
 
 Catalog lookups are blocking LanceDB calls that the tool box runs in threads, so hundreds of episodes can
 be in flight while the event loop stays free. Each finished episode is checkpointed at once, from a tool
-thread; the objects loaded before the run are frozen out of the collector's full scans (frozen_heap).
+thread, and an episode in flight every few turns (`TurnCheckpoints`: trajectories/inflight/, for the report of a
+run in progress and of a stopped run; a resumed run re-runs those units from the start); the objects loaded before the run are frozen out of the collector's full scans (frozen_heap).
 Each episode is `run_unit` (ecab/runner/episode.py), the body runner=ray's episode workers run too.
 While the first episodes make their first LLM calls, a tool thread runs the searches of the shoppers' requests,
 which agents search first (docs/decisions.md#first-query-warm-up). Episodes start as the harness keeps up, up to
@@ -22,7 +23,7 @@ from ecab.core.unit import Unit
 from ecab.env.episode import EpisodeSettings
 from ecab.llm.limits import LimiterSettings
 from ecab.runner.admission import Admission, AdmissionSettings
-from ecab.runner.episode import EpisodeOptions, run_unit, widen_thread_pool
+from ecab.runner.episode import EpisodeOptions, TurnCheckpoints, run_unit, widen_thread_pool
 from ecab.runner.protocol import OnDone, RunnerStats
 from ecab.runs import RunFolder
 from ecab.schema import Task, Trajectory
@@ -67,6 +68,9 @@ class LocalRunner:
         if model is not None:
             limiter = limiters[endpoint_key(model)] = AdaptiveLimiter(self.limits)
             chat = ChatClient(model, limiter=limiter)
+        # Checkpoints a stopped run left of these units: they run again from the start (others' units, in the
+        # processes of runner=local's other loops, keep theirs).
+        folder.clear_inflight(u.key for u in units)
         trajectories = asyncio.run(self._run_all(units, tasks, catalog, folder, settings, on_done, chat))
         return RunnerStats(runner="local", concurrency=self.concurrency,
                            retried_units=sum(1 for t in trajectories if t.attempts > 1),
@@ -84,7 +88,12 @@ class LocalRunner:
 
         async def one(unit: Unit) -> Trajectory:
             async with gate:
-                traj = await run_unit(unit, tasks[unit.task_id], catalog, settings, self.episode, chat=chat)
+                every = self.episode.checkpoint_every_s
+                checkpoints = None if every is None else TurnCheckpoints(folder.write_inflight, every)
+                traj = await run_unit(unit, tasks[unit.task_id], catalog, settings, self.episode, chat=chat,
+                                      on_turn=checkpoints)
+                if checkpoints is not None:
+                    await checkpoints.settle()   # no checkpoint write may land after the final record's removes it
                 # Off the event loop (JSON, write, fsync); see docs/decisions.md#checkpoint-writes.
                 await asyncio.to_thread(folder.append_trajectory, self.writer, traj)
                 bar.update(1)

@@ -11,7 +11,7 @@ import ray
 
 from ecab.core.machine import resident_mb
 from ecab.core.unit import Unit
-from ecab.runner.episode import EpisodeOptions, run_unit, widen_thread_pool
+from ecab.runner.episode import EpisodeOptions, TurnCheckpoints, run_unit, widen_thread_pool
 from ecab.runner.ray_catalog import remote_catalog
 from ecab.schema import Trajectory
 
@@ -65,8 +65,12 @@ class EpisodeWorkerService:
             widen_thread_pool(self.spec.concurrency)
             self._started = True
         unit_obj = Unit(**unit)
+        every = self.spec.episode.checkpoint_every_s   # the episode in flight, checkpointed as runner=local does
+        checkpoints = None if every is None else TurnCheckpoints(self.folder.write_inflight, every)
         traj = await run_unit(unit_obj, self.tasks[unit_obj.task_id], self.catalog, self.settings,
-                              self.spec.episode, chat=self.chat)
+                              self.spec.episode, chat=self.chat, on_turn=checkpoints)
+        if checkpoints is not None:
+            await checkpoints.settle()   # before the final record's append removes the checkpoint
         await asyncio.to_thread(self.folder.append_trajectory, self.worker_id, traj)
         self.finished += 1
         return traj

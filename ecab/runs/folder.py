@@ -7,6 +7,9 @@ run's trajectories, verdicts, manifest, tasks, config and summary goes through `
     tasks.jsonl                              the run's tasks
     trajectories/part-<writer>.jsonl.gz      one Trajectory per gzip member, appended and fsynced per episode;
     trajectories/part-<writer>.<n>.jsonl.gz  the n-th session of that writer (a resumed run, a restarted worker)
+    trajectories/inflight/<unit>.json        checkpoint of an episode still in flight: its record so far (one
+                                             JSON object, termination ""), replaced every few turns, removed
+                                             once the episode's final record is appended
     verdicts.<judge>.jsonl.gz                one per judge that ever judged the run, gzip JSONL written whole
     summary.json, summary.md, plots/         the summary (ecab.reduce)
     report.html                              the self-contained report (ecab.view)
@@ -15,7 +18,12 @@ A finished episode is appended to its writer's part file at once, as one gzip me
 (gzip_members.py), so a crash loses at most the episodes in flight: reading skips an incomplete last member.
 Each writer session starts a part file of its own instead of appending after what a killed one may have torn,
 so damage can only ever be at a file's end. When a unit appears twice the last complete record wins
-(`latest_trajectories`), part files read in session order. Why gzip members, with the figures:
+(`latest_trajectories`), part files read in session order.
+
+In-flight checkpoints (issue 31) keep what a stopped run's unfinished episodes did, for the report of a run in
+progress only: they live in a folder of their own that no reader of finished episodes looks at (`part_files`,
+`iter_trajectories`, `latest_trajectories`, `read_trajectories`), their termination "" is none a reducer knows,
+and a resumed run re-runs their units from the start, as it re-runs every unit without a final record. Why gzip members, with the figures:
 docs/decisions.md#compact-run-folders.
 
 Folders written before this layout (uncompressed `part-<writer>.jsonl`, `verdicts.jsonl` for the judge chosen
@@ -25,6 +33,8 @@ verdicts of a judge that has no other file are kept, compressed).
 """
 from __future__ import annotations
 
+import copy
+import hashlib
 import json
 import os
 import re
@@ -36,12 +46,14 @@ from ecab.core.unit import UnitKey, unit_key
 from ecab.runs.gzip_members import compress_record
 from ecab.runs.records import first_judge, part_record, read_judgements, read_part, write_bytes_atomic, \
     write_text_atomic
-from ecab.schema import TERMINATIONS, FormatError, Judgement, Task, Trajectory, read_tasks, write_jsonl
+from ecab.schema import TERMINATIONS, FormatError, Judgement, Task, Trajectory, dumps, read_tasks, write_jsonl
 
 CONFIG = "config.yaml"
 MANIFEST = "manifest.json"
 TASKS = "tasks.jsonl"
 TRAJECTORY_DIR = "trajectories"
+INFLIGHT_DIR = "inflight"                   # trajectories/inflight/<unit>.json: episodes not finished yet
+INFLIGHT_TERMINATION = ""                   # a checkpoint's termination: no reducer's (TERMINATIONS)
 JSONL_GZ = ".jsonl.gz"                      # part files and verdict files (uncompressed: the previous layout)
 PART_FILE = re.compile(r"^part-(?P<writer>.+?)(?:\.(?P<session>\d+))?\.jsonl(?P<gz>\.gz)?$")
 LEGACY_VERDICTS = "verdicts.jsonl"          # the judge chosen last, in folders written before active_judge
@@ -56,6 +68,7 @@ class RunFolder:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.trajectories_dir = self.path / TRAJECTORY_DIR
+        self.inflight_dir = self.trajectories_dir / INFLIGHT_DIR
         self.config_path = self.path / CONFIG
         self.manifest_path = self.path / MANIFEST
         self.tasks_file = self.path / TASKS
@@ -118,6 +131,9 @@ class RunFolder:
             handle.write(member)
             handle.flush()
             os.fsync(handle.fileno())
+        # Only once the final record is durable: a crash before this line leaves the checkpoint of an episode
+        # that has its record (the report of a run in progress may count it in flight), never the reverse.
+        self.inflight_path(unit_key(traj.unit, traj.id)).unlink(missing_ok=True)
 
     def write_part(self, writer: str, trajectories: Iterable[Trajectory]) -> None:
         """A whole part file at once (an import), atomically, in the format appends write."""
@@ -157,6 +173,58 @@ class RunFolder:
                                       f"{list(TERMINATIONS)}", path=part, line=lineno, field="termination")
                 trajectories.append(traj)
         return trajectories
+
+    # -- episodes in flight ----------------------------------------------------------------------------
+
+    def inflight_path(self, key: UnitKey) -> Path:
+        """Where the checkpoint of unit `key`'s episode in flight goes."""
+        return self.inflight_dir / _inflight_name(key)
+
+    def write_inflight(self, traj: Trajectory) -> Path:
+        """Checkpoint an episode in flight: its record so far, termination "" whatever `traj` says (the
+        default "budget_exhausted" of a record being built would read as an ending). Replaces the unit's last
+        checkpoint atomically (temp file + rename), so a reader sees one whole checkpoint or the previous one.
+        Not fsynced, unlike a final record: a checkpoint is only a view of work the resumed run redoes anyway,
+        so a power cut may lose it (never a finished episode), and a per-turn fsync would cost every episode
+        a disk flush per checkpoint. Call it off the event loop (ecab/runner/episode.py `TurnCheckpoints`)."""
+        record = copy.copy(traj)
+        record.termination = INFLIGHT_TERMINATION
+        path = self.inflight_path(unit_key(traj.unit, traj.id))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_bytes_atomic(path, (dumps(record) + "\n").encode("utf-8"))
+        return path
+
+    def inflight_paths(self) -> list[Path]:
+        """The checkpoint files of the episodes in flight (none once a run has finished), by name."""
+        return sorted(self.inflight_dir.glob("*.json")) if self.inflight_dir.is_dir() else []
+
+    def inflight_trajectories(self) -> dict[UnitKey, Trajectory]:
+        """The records so far of the episodes in flight, in unit-key order; a checkpoint that cannot be read
+        (removed meanwhile, not a trajectory) is skipped. Never finished episodes: for the view only."""
+        found: dict[UnitKey, Trajectory] = {}
+        for path in self.inflight_paths():
+            try:
+                traj = Trajectory.from_dict(json.loads(path.read_bytes()))
+            except (OSError, ValueError):   # FormatError and JSONDecodeError are ValueErrors
+                continue
+            found[unit_key(traj.unit, traj.id)] = traj
+        return {key: found[key] for key in sorted(found, key=_sortable)}
+
+    def clear_inflight(self, keys: Iterable[UnitKey] | None = None) -> int:
+        """Remove the checkpoints of the units `keys` (all when None), with the temp file of a write a kill
+        cut short; returns how many checkpoints were removed."""
+        paths = sorted(self.inflight_dir.iterdir()) if self.inflight_dir.is_dir() else []
+        if keys is not None:
+            wanted = {_inflight_name(key) for key in keys}
+            paths = [path for path in paths if path.name.removesuffix(".tmp") in wanted]
+        removed = 0
+        for path in paths:
+            try:
+                path.unlink()
+                removed += path.suffix == ".json"
+            except FileNotFoundError:
+                pass
+        return removed
 
     # -- manifest, config, tasks -----------------------------------------------------------------------
 
@@ -321,6 +389,13 @@ class RunFolder:
 
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "_", name) or "judge"
+
+
+def _inflight_name(key: UnitKey) -> str:
+    """<task id, made safe>.<trial>.<hash of the whole key>.json: readable, and distinct per unit whatever its
+    task id or model name holds."""
+    digest = hashlib.sha1(repr(tuple(key)).encode("utf-8")).hexdigest()[:16]
+    return f"{_safe(str(key[0]))[:80]}.{_safe(str(key[-1]))}.{digest}.json"
 
 
 def _part_name(writer: str, session: int) -> str:

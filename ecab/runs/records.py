@@ -3,8 +3,8 @@
 - A trajectory part file is appended to while episodes finish, so a writer killed mid-write leaves a torn
   last record: in a `.jsonl.gz` part file an incomplete last gzip member (gzip_members.py), in a `.jsonl` one
   (written before part files were compressed) a torn last line. `read_part` reads both; it skips what is torn
-  or not JSON (its unit runs again on resume) and refuses a line that is JSON but not a trajectory (real
-  corruption), naming file and line.
+  or not JSON (its unit runs again on resume) and refuses a line that is JSON but not a trajectory, or holds
+  NaN or Infinity (real corruption: ecab writes standard JSON only), naming file and line.
 - Whole files (verdicts, manifest, config, summary) are replaced atomically (`write_text_atomic`,
   `write_bytes_atomic`, schema's `write_jsonl`), so a reader never sees half of one.
 """
@@ -16,7 +16,7 @@ from typing import Iterator
 
 from ecab.runs.gzip_members import compress_record, iter_lines
 from ecab.schema import FormatError, Judgement, Trajectory, dumps, iter_jsonl
-from ecab.schema.jsonl import is_gzip
+from ecab.schema.jsonl import NonStandardNumber, _refuse_constant, is_gzip
 
 
 def read_part(path: Path) -> Iterator[tuple[int, Trajectory]]:
@@ -26,9 +26,12 @@ def read_part(path: Path) -> Iterator[tuple[int, Trajectory]]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = json.loads(line, parse_constant=_refuse_constant)
         except (json.JSONDecodeError, UnicodeDecodeError):
             continue
+        except NonStandardNumber as exc:   # complete JSON no writer of ecab makes: corruption, not a torn write
+            raise FormatError(f"{exc} is not a JSON number (standard JSON has no NaN or Infinity)",
+                              path=path, line=lineno) from None
         try:
             yield lineno, Trajectory.from_dict(obj)
         except FormatError as exc:

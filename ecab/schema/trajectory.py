@@ -32,6 +32,11 @@ class Step(Record):
     retries: int = 0
     revealed_slot: str | None = None    # ask_user: the slot this question revealed
     result_ids: list[str] = field(default_factory=list)   # product ids a search-like tool returned
+    # python_execute: of tool_latency_s, the wait for a sandbox slot and the run (ecab/env/sandbox_queue.py)
+    sandbox_queued_s: float | None = None
+    sandbox_run_s: float | None = None
+
+    OMIT_IF_NONE: ClassVar[tuple[str, ...]] = ("sandbox_queued_s", "sandbox_run_s")
 
 
 @dataclass

@@ -3,8 +3,9 @@ changed, so a run in progress shows its episodes as they are recorded and a re-j
 new verdicts, without writing anything into the folder.
 
 Changes are told by the files' (mtime, size), looked at on each request (a stat per file, no reading): a
-trajectory appended, a verdict file or summary.json rewritten. The rendered page carries the version it was
-rendered from; the page polls status.json and reloads itself when the version moved on (assets/report.js).
+trajectory appended, an episode in flight's checkpoint written, a verdict file or summary.json rewritten. The
+rendered page carries the version it was rendered from; the page polls status.json and reloads itself when the
+version moved on (assets/report.js).
 """
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from ecab.runs import RunFolder
 def source_files(folder: RunFolder) -> list[Path]:
     """The files a run's report is read from (some may not exist yet)."""
     return [folder.manifest_path, folder.summary_path, folder.tasks_file, folder.config_path,
-            folder.legacy_verdicts_path, *folder.part_files(), *folder.judge_files().values()]
+            folder.legacy_verdicts_path, *folder.part_files(), *folder.judge_files().values(),
+            *folder.inflight_paths()]   # an episode in flight's checkpoint: the page's "in flight" line
 
 
 def _stat(path: Path) -> tuple[str, int, int] | None:

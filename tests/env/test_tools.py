@@ -294,6 +294,24 @@ def test_python_execute_through_toolbox(box, sandbox_here):
     assert ok.content == {"output": "4.0\n", "error": None} and not ok.is_error
     bad = call(box, "python_execute", {"code": "open('/etc/passwd')"})
     assert bad.is_error and bad.content["error"].startswith("Tool call failed: NameError")
+    queued, ran = ok.sandbox_timing     # the wait for a slot apart from the run, for the step (issue 30)
+    assert queued >= 0 and ran > 0 and ok.content.keys() == {"output", "error"}, "the agent sees neither"
+
+
+def test_a_python_execute_step_records_its_wait_apart_from_its_run(box, sandbox_here):
+    from ecab.agents.base import ScriptedAgent
+    from ecab.env.episode import EpisodeSettings, run_episode
+
+    class Calculates(ScriptedAgent):
+        def plan(self):
+            yield "python_execute", {"code": "print(2 ** 10)"}
+            yield "recommend_product", {"product_id": "L2", "reasoning": "x"}
+
+    traj = asyncio.run(run_episode(TASK, Calculates(), box, EpisodeSettings(budget=5)))
+    executed, recommended = traj.steps
+    assert executed.sandbox_run_s > 0 and executed.sandbox_queued_s >= 0
+    assert executed.tool_latency_s >= executed.sandbox_run_s
+    assert recommended.sandbox_run_s is None and "sandbox_run_s" not in recommended.to_dict(), "only where it ran"
 
 
 def test_recommend_product(box):

@@ -107,3 +107,27 @@ def test_a_killed_benchmark_build_is_swept_by_the_next_one(tmp_path, small_run_c
     assert load_tasks(cfg, open_catalog(cfg))
     assert not dead.folder.exists() and running.folder.is_dir()
     assert temp_folders(cache / "benchmarks") == [running.folder]
+
+
+def test_abandoned_temporary_folders_of_the_old_kind_are_swept_and_recent_ones_kept(tmp_path):
+    """Folders builds made before they named their owner (a catalog's `.<fingerprint>-<8>` from mkdtemp, the
+    encoder's `.<name>.tmp-<pid>-<8 hex>`) are removed once nothing in them changed for a day (and their pid,
+    where they name one, is not running); a recent one may be a build still writing and stays."""
+    from ecab.core.build_temp import LEGACY_IDLE_S, sweep
+
+    fingerprint = "ab" * 32
+    old_catalog = tmp_path / f".{fingerprint}-k2j_x9q1"
+    old_encoder = tmp_path / f".minilm-onnx.tmp-{2 ** 22 + 7}-0a1b2c3d"       # a pid above pid_max: not running
+    live_encoder = tmp_path / f".minilm-onnx.tmp-{os.getpid()}-0a1b2c3d"      # this process: running
+    recent = tmp_path / f".{'cd' * 32}-a1b2c3d4"
+    for folder in (old_catalog, old_encoder, live_encoder, recent):
+        (folder / "shard-0").mkdir(parents=True)
+        (folder / "shard-0" / "data.lance").write_bytes(b"x")
+    now = max(p.stat().st_mtime for p in tmp_path.rglob("*"))
+    for folder in (old_catalog, old_encoder, live_encoder):   # untouched for a day and a minute
+        for path in [folder, *folder.rglob("*")]:
+            os.utime(path, (now - LEGACY_IDLE_S - 60, now - LEGACY_IDLE_S - 60))
+    kept_by_name = tmp_path / f".{fingerprint}"   # a finished catalog's own name is no temporary folder
+    kept_by_name.mkdir()
+    assert sorted(p.name for p in sweep(tmp_path, now=now)) == sorted([old_catalog.name, old_encoder.name])
+    assert live_encoder.exists() and recent.exists() and kept_by_name.exists()

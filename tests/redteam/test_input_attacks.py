@@ -136,3 +136,19 @@ def test_with_runner_ray_ecabs_error_is_the_first_stderr_line(tmp_path, small_ru
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert proc.returncode != 0 and lines, proc.stdout[-2000:]
     assert lines[0].startswith("ecab: error: ") and "127.0.0.1" in lines[0], proc.stderr[-3000:]
+
+
+@pytest.mark.parametrize("constant", CONSTANTS)
+def test_a_part_file_holding_nan_is_refused_by_file_and_line(tmp_path, constant):
+    """A trajectory part file is read leniently where a kill may have torn its last record, but a complete
+    record with NaN or Infinity is no torn write: ecab writes standard JSON only, so it is corruption, named."""
+    from ecab.runs.records import read_part
+    from ecab.schema import Trajectory, dumps
+
+    good = dumps(Trajectory(id="t1", unit={"task_id": "t1"}))
+    bad = dumps(Trajectory(id="t2", unit={"task_id": "t2"})).replace('"wall_s": 0.0', f'"wall_s": {constant}')
+    assert bad != dumps(Trajectory(id="t2", unit={"task_id": "t2"}))
+    path = tmp_path / "part-local.jsonl"
+    path.write_text(f"{good}\n{bad}\n", encoding="utf-8")
+    with pytest.raises(FormatError, match=rf"^{path}:2: {constant} is not a JSON number"):
+        list(read_part(path))
