@@ -45,6 +45,7 @@ from ecab.llm.client import UNAVAILABLE, ChatClient, ChatError
 from ecab.llm.keys import NO_KEY_PLACEHOLDER, resolve_api_key, scrub
 from ecab.llm.retry import describe_error, status_of
 from ecab.llm.settings import ModelSettings
+from ecab.llm.tool_text import calls_from_text
 
 __all__ = ["EndpointCheckError", "EndpointReport", "NoToolCallWatch", "check_endpoint", "detect_text_call",
            "no_call_hint", "text_call_hint", "PROBE_QUERY"]
@@ -299,47 +300,24 @@ def no_call_hint(settings: ModelSettings | None = None) -> str:
 
 # ------------------------------------------------------------------------------------------ calls as text
 
-_DECODER = json.JSONDecoder()
-_HERMES = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.S)
 
 
 def detect_text_call(text: str, prefer: str | None = None) -> tuple[str | None, dict[str, Any] | None]:
-    """(format, call) of a tool call written as text: "hermes" when the text has a `<tool_call>` tag (the call is
-    the JSON inside, None when it does not parse), "json" for a `{"name": ..., "arguments": ...}` object anywhere
-    in it (doubled braces `{{...}}` too), else (None, None). `prefer="json"`: a hermes call also counts as json
-    (its inside is the same object). A small local detector; ecab/llm/tool_text.py is the run's parser."""
+    """(format, call) of a tool call written as text, read by the run's own parser (ecab/llm/tool_text.py):
+    "hermes" when the text has `<tool_call>` blocks (the call None when none can be read), "json" for a
+    `{"name": ..., "arguments": ...}` object anywhere in it (doubled braces too), else (None, None).
+    `prefer="json"`: a hermes call also counts as json (its inside is the same object, and the json format
+    reads it)."""
     if not text:
         return None, None
-    tagged = _HERMES.search(text)
-    if tagged is not None:
-        call = _first_call(tagged.group(1))
-        if prefer == "json" and call is not None:
-            return "json", call
-        return "hermes", call
-    call = _first_call(text)
-    return ("json", call) if call is not None else (None, None)
-
-
-def _first_call(text: str) -> dict[str, Any] | None:
-    for candidate in (text, text.replace("{{", "{").replace("}}", "}")):
-        for match in re.finditer(r"\{", candidate):
-            try:
-                value, _ = _DECODER.raw_decode(candidate, match.start())
-            except ValueError:
-                continue
-            call = _as_call(value)
-            if call is not None:
-                return call
-    return None
-
-
-def _as_call(value: Any) -> dict[str, Any] | None:
-    if isinstance(value, dict) and isinstance(value.get("function"), dict):
-        value = value["function"]
-    if isinstance(value, dict) and isinstance(value.get("name"), str) and value["name"] \
-            and ("arguments" in value or "parameters" in value):
-        return {"name": value["name"], "arguments": value.get("arguments", value.get("parameters"))}
-    return None
+    for fmt in ("json",) if prefer == "json" else ("hermes", "json"):
+        found = calls_from_text(text, fmt)
+        readable = next((c for c in found.calls if c.error is None), None)
+        if readable is not None:
+            return fmt, {"name": readable.name, "arguments": json.loads(readable.arguments)}
+        if fmt == "hermes" and found.calls:
+            return "hermes", None
+    return None, None
 
 
 # ------------------------------------------------------------------------------------------ during the run

@@ -294,7 +294,7 @@ def test_a_404_from_the_chat_endpoint_is_refused():
     ('I will call {"name": "ask_user", "parameters": {"question": "Size?"}} now',
      ("json", {"name": "ask_user", "arguments": {"question": "Size?"}})),
     ('```json\n{"function": {"name": "get_user_profile", "arguments": "{}"}}\n```',
-     ("json", {"name": "get_user_profile", "arguments": "{}"})),
+     ("json", {"name": "get_user_profile", "arguments": {}})),   # arguments as a string: read as the object
     ('Price: {"usd": 20}. Done.', (None, None)),
     ("", (None, None)),
 ])
