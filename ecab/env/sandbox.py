@@ -70,7 +70,7 @@ class SandboxLimits:
     max_code_chars: int = 100_000
     max_parallel: int = max(2, 2 * (os.cpu_count() or 1))  # calls running at once; the rest queue
     warm_workers: int = 4          # sandboxes kept started and waiting for a call
-    max_processes: int = 0         # processes the code may start (RLIMIT_NPROC; 0 refuses fork)
+    max_processes: int = 0         # RLIMIT_NPROC (0 refuses fork); the call's allow-list refuses fork anyway
     tmp_mb: int = 8                # size of the sandbox's private /tmp
 
 
@@ -539,11 +539,16 @@ class Sandbox:
                 return SandboxResult(False, error=f"sandbox unavailable: {self._spawn_error or 'closed'}",
                                      kind="unavailable"), None
             try:
-                if not jail.wait_ready(time.monotonic() + START_TIMEOUT_S) or not jail.send(code):
+                if not jail.wait_ready(time.monotonic() + START_TIMEOUT_S):
                     failure = jail.failure_text()
                     continue
+                # The run starts as the request is handed over: the sandbox's child may answer before send()
+                # returns to this thread, so a clock read after it would miss the run.
                 sent = time.monotonic()
-                return self._run_in(jail), sent
+                if not jail.send(code):
+                    failure = jail.failure_text()
+                    continue
+                return self._run_in(jail, sent), sent
             finally:
                 # The kill is sent before the call returns; waiting for the namespace to empty (~7 ms) is the
                 # reaper's, so a caller does not wait for it.
@@ -551,9 +556,9 @@ class Sandbox:
                 self._reaper_queue().put(jail)
         return SandboxResult(False, error=f"sandbox could not start: {failure}", kind="internal"), None
 
-    def _run_in(self, jail: _Jail) -> SandboxResult:
-        """Wait for the reply of a request just sent; the wall limit runs from now."""
-        started = time.monotonic()
+    def _run_in(self, jail: _Jail, started: float | None = None) -> SandboxResult:
+        """Wait for the reply of a request sent at `started` (default: now); the wall limit runs from then."""
+        started = time.monotonic() if started is None else started
         reply_limit = 8 * self.limits.max_output_chars + 65_536
         line, timed_out = jail.read_reply(started + self.limits.wall_seconds, reply_limit)
         elapsed = time.monotonic() - started
@@ -566,7 +571,7 @@ class Sandbox:
                 except subprocess.TimeoutExpired:
                     timed_out = True
             result = _describe_death(jail.proc.poll(), timed_out, self.limits)
-        result.run_s = round(elapsed, 4)
+        result.run_s = round(elapsed, 6)
         result.sandbox_id = jail.token
         return result
 
@@ -640,6 +645,8 @@ class Sandbox:
             "uid": uid, "cpu_seconds": self.limits.cpu_seconds, "memory_mb": self.limits.memory_mb,
             "max_output_chars": self.limits.max_output_chars, "max_processes": self.limits.max_processes,
             "file_bytes": self.limits.tmp_mb << 20, "guard": int(self.python_guard)}
+        call_filter, _ = isolation.call_filter_program()
+        settings["call_filter"] = call_filter.hex() if call_filter else None
         info_read, info_write = os.pipe()
         filter_fd = isolation.seccomp_fd(program) if program else None
         settings["token"] = token
@@ -659,6 +666,7 @@ class Sandbox:
     def _check(self) -> SandboxStatus:
         try:
             _, seccomp_line = isolation.seccomp_program()
+            seccomp_line += "; " + isolation.call_filter_program()[1]
             jail = self._start_jail()  # finds bwrap and probes the interpreter's files, or says why not
         except (OSError, isolation.IsolationUnavailable) as exc:
             return SandboxStatus(False, str(exc))

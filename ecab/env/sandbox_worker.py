@@ -15,7 +15,9 @@ asks for it. The settings come as `key=value,...` integers on the command line f
 Two processes: the worker forks, before it says it is ready, a child that reads the request and runs the code.
 Only the worker holds the reply pipe; the child sends its result to the worker over a pipe of its own (a
 `frame`), which the worker checks and caps before it writes the one reply. Code that bypasses the guard can
-write anything to its own pipe but never reaches the host's (docs/decisions.md#sandbox).
+write anything to its own pipe but never reaches the host's (docs/decisions.md#sandbox). Right before the code
+runs, the child installs the call's seccomp allow-list (call_filter_installer): from then on it can write, manage
+its memory and exit, and little else (docs/decisions.md#sandbox-allow-list).
 """
 import _ast  # the AST node classes without the `ast` module, whose imports cost ~25 ms at every start
 import os
@@ -246,9 +248,11 @@ def make_builtins(stdout: CappedStdout) -> dict:
     return table
 
 
-def run_restricted(code: str, max_output_chars: int, guard: bool = True) -> dict:
+def run_restricted(code: str, max_output_chars: int, guard: bool = True, before_run=None) -> dict:
     """Check, compile and run `code`; returns the SandboxResult fields (without timing). `guard=False` runs
-    plain Python with every builtin: only the red-team tests use it, to show the OS wall holds on its own."""
+    plain Python with every builtin: only the red-team tests use it, to show the OS wall holds on its own.
+    `before_run(tree)`, called once the code is compiled and right before it runs, is where the sandbox's child
+    locks itself down (its errors are not the code's: they propagate)."""
     stdout = CappedStdout(max_output_chars)
     try:
         # typeshed types an AST-only compile as returning AST; with mode "exec" it is always a Module
@@ -265,6 +269,8 @@ def run_restricted(code: str, max_output_chars: int, guard: bool = True) -> dict
     else:
         namespace = {"__name__": "__main__"}
         sys.stdout = stdout
+    if before_run is not None:
+        before_run(tree)
     try:
         exec(compiled, namespace)
     except MemoryError:
@@ -372,12 +378,16 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
+TEXT_SETTINGS = ("token", "call_filter")
+
+
 def parse_settings(text: str) -> dict:
-    """'uid=5,cpu_seconds=1,...' -> {'uid': 5, 'cpu_seconds': 1, ...}; 'none' is None, `token` stays text."""
+    """'uid=5,cpu_seconds=1,...' -> {'uid': 5, 'cpu_seconds': 1, ...}; 'none' is None, TEXT_SETTINGS stay text
+    (`call_filter`: the call's seccomp program in hex, built by the host: ecab/env/isolation.py)."""
     settings = {}
     for item in text.split(","):
         key, value = item.split("=", 1)
-        settings[key] = value if key == "token" else (None if value == "none" else int(value))
+        settings[key] = None if value == "none" else value if key in TEXT_SETTINGS else int(value)
     return settings
 
 
@@ -415,13 +425,17 @@ def serve_call(settings: dict, frame_write: int, devnull: int) -> "NoReturn":
     """The child: read the request, run it, send the result as a frame, exit. It holds no reply pipe."""
     try:
         set_process_limit(settings)
+        # Made ready while the sandbox waits for its call (~0.5 ms), installed once the call is compiled.
+        guard = settings["guard"] != 0
+        lock_down = call_filter_installer(settings.get("call_filter"),
+                                          ALLOWED_MODULES if guard else ALLOWED_MODULES + UNGUARDED_PRELOAD)
         size = int.from_bytes(read_exactly(0, 8), "big")
         # surrogatepass: the host encodes the code so; compile() then reports a lone surrogate as an error
         code = read_exactly(0, size).decode("utf-8", "surrogatepass")
         os.dup2(devnull, 0)
         os.dup2(devnull, 2)
         os.close(devnull)
-        result = run_restricted(code, settings["max_output_chars"], guard=settings["guard"] != 0)
+        result = run_restricted(code, settings["max_output_chars"], guard=guard, before_run=lock_down)
         frame = encode_frame(result)
     except MemoryError:
         frame = encode_frame({"ok": False, "error": "MemoryError: memory limit exceeded", "kind": "memory"})
@@ -430,6 +444,97 @@ def serve_call(settings: dict, frame_write: int, devnull: int) -> "NoReturn":
         os._exit(1)
     write_all(frame_write, frame)
     os._exit(0)
+
+
+PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
+
+
+# What the allowed modules import inside their functions, on first use (found by reading their sources and
+# measured): loaded with them, as no import can open a file once the call's filter is on. statistics: its Counter's
+# most_common (statistics.mode) imports heapq; re: warnings (a deprecated pattern), unicodedata (\N{...});
+# json: the codecs json.loads picks for bytes with a BOM or in UTF-16/32 (utf-8, utf-16, utf-32 need none).
+LAZY_IMPORTS = {
+    "statistics": ("heapq",),
+    "re": ("warnings", "unicodedata"),
+    "json": ("encodings.utf_8_sig", "encodings.utf_16_be", "encodings.utf_16_le", "encodings.utf_32_be",
+             "encodings.utf_32_le"),
+}
+# With the guard off (the red-team tests), the code's `import` statements of these load them too, so that attacks
+# meet the filter's refusals rather than an ImportError (modules whose import has no side effect; importlib's
+# import_module can then return only modules already loaded, as no file can be opened).
+UNGUARDED_PRELOAD = ("importlib", "signal", "socket", "subprocess")
+
+
+def call_filter_installer(program_hex: str | None, preload: tuple[str, ...] = ALLOWED_MODULES):
+    """A `before_run(tree)` that loads the `preload` modules the code imports, then installs the call's seccomp
+    allow-list (ecab/env/isolation.py: call_filter_program): from then on the process can open no file, map
+    nothing executable and start nothing, so every module the code needs must be loaded first. None when the
+    host sent no filter (libseccomp missing there: the sandbox's status line says so).
+
+    prctl is reached through _ctypes (the ctypes package on top of it costs 2.5-7 ms more at every sandbox start),
+    made ready here; _ctypes then leaves sys.modules, and with no file to open the code cannot import it (nor
+    anything else) again. (Code that rebuilt it from the loaded extension would reach only the syscalls the filter
+    allows.)"""
+    if program_hex is None:
+        return None
+    import _ctypes
+
+    class Int(_ctypes._SimpleCData):     # ctypes.c_int
+        _type_ = "i"
+
+    class ULong(_ctypes._SimpleCData):   # ctypes.c_ulong
+        _type_ = "L"
+
+    class Char(_ctypes._SimpleCData):    # ctypes.c_char
+        _type_ = "c"
+
+    class Prctl(_ctypes.CFuncPtr):       # CFUNCTYPE(c_int, c_int, c_ulong, c_ulong, c_ulong, c_ulong, use_errno=True)
+        _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO
+        _restype_ = Int
+        _argtypes_ = (Int, ULong, ULong, ULong, ULong)
+
+    def buffer(data: bytes):
+        """A C copy of `data` (ctypes.create_string_buffer)."""
+        class Buffer(_ctypes.Array):
+            _type_ = Char
+            _length_ = len(data)
+
+        return Buffer.from_buffer_copy(data)
+
+    program = bytes.fromhex(program_hex)
+    instructions = buffer(program)
+    pointer = 8 if sys.maxsize > 2 ** 32 else 4
+    # struct sock_fprog { unsigned short len; struct sock_filter *filter; }: the pointer aligned after the length
+    fprog = buffer((len(program) // 8).to_bytes(2, sys.byteorder) + bytes(pointer - 2)
+                   + _ctypes.addressof(instructions).to_bytes(pointer, sys.byteorder))
+    program_itself = _ctypes.dlopen(None)   # type: ignore[arg-type]
+    prctl = Prctl(_ctypes.dlsym(program_itself, "prctl"))
+    fprog_address, get_errno = _ctypes.addressof(fprog), _ctypes.get_errno
+    del sys.modules["_ctypes"]
+
+    def lock_down(tree: _ast.AST) -> None:
+        for name in imported_modules(tree):
+            if name in preload:
+                for module in (name,) + LAZY_IMPORTS.get(name, ()):
+                    __import__(module)
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                or prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, fprog_address, 0, 0) != 0):
+            raise OSError(get_errno(), "the call's seccomp filter could not be installed")
+
+    # the program and its header stay alive until the kernel has copied them (at the install)
+    lock_down.buffers = (instructions, fprog)   # type: ignore[attr-defined]
+    return lock_down
+
+
+def imported_modules(tree: _ast.AST) -> set[str]:
+    """The top-level modules `import` and `from ... import` statements anywhere in the code name."""
+    names: set[str] = set()
+    for node in walk(tree):
+        if isinstance(node, _ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, _ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return names
 
 
 # What the child may say about its run; timeouts, CPU and crashes are for the worker and the host to report.
