@@ -148,6 +148,9 @@ def describe_error(exc: BaseException) -> str:
     """A short, secret-free description: class, status and the server's message (never headers)."""
     status = status_of(exc)
     message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    if isinstance(exc, openai.APIConnectionError) and isinstance(_root_cause(exc), ConnectionRefusedError):
+        # the aiohttp transport reports a refused connection as a timeout: say what happened
+        return f"connection refused: {' '.join(str(_root_cause(exc)).split())[:200]} (is the server running?)"
     if isinstance(exc, openai.APIConnectionError):
         # The SDK says only "Connection error." or "Request timed out."; the transport's own error says
         # which host refused or stalled (and the aiohttp transport reports a refused connection as a timeout).

@@ -251,7 +251,8 @@ def test_an_endpoint_that_refuses_connections_is_infra_error_naming_the_refusal(
         port = probe.getsockname()[1]
     [traj] = run_llm(tasks[:1], catalog, f"http://127.0.0.1:{port}/v1", model_cfg(max_attempts=2))
     assert traj.termination == "infra_error" and "gave up after 2 attempt(s)" in traj.error
-    assert "ConnectionRefusedError" in traj.error and str(port) in traj.error
+    assert "connection refused: " in traj.error and str(port) in traj.error and "(is the server running?)" in traj.error
+    assert "APITimeoutError" not in traj.error, "a refusal is not reported as a timeout"
 
 
 def test_request_shape_follows_the_model_config():
