@@ -97,8 +97,6 @@ async def stream_chat_completion(client: openai.AsyncOpenAI, body: dict[str, Any
     errors are the non-streamed request's) and assemble the reply. Every wait on the server, for the response
     and for each next chunk, is bounded by `idle_timeout_s`: IdleTimeoutError (naming `setting`) on a stall.
     The stream is closed on every way out."""
-    started = time.perf_counter()
-    first_chunk_s: float | None = None
     assembler = ChunkAssembler()
     stream: openai.AsyncStream[Any] | None = None
     stalled = False
@@ -113,7 +111,6 @@ async def stream_chat_completion(client: openai.AsyncOpenAI, body: dict[str, Any
             except httpx2.TransportError as exc:   # as the SDK reports a failed read of a non-streamed reply
                 raise openai.APIConnectionError(request=stream.response.request) from exc
             assembler.whole(_json_reply(raw))
-            first_chunk_s = time.perf_counter() - started
         else:
             while True:
                 try:
@@ -121,11 +118,8 @@ async def stream_chat_completion(client: openai.AsyncOpenAI, body: dict[str, Any
                 except StopAsyncIteration:
                     break
                 except openai.APIError as exc:
-                    if _transient_stream_error(exc):
-                        raise TransientResponseError(f"the stream reported an error: {exc.message}") from exc
+                    _raise_if_transient(exc)
                     raise
-                if first_chunk_s is None:
-                    first_chunk_s = time.perf_counter() - started
                 assembler.add(chunk)
     except _Stalled:
         stalled = True
@@ -134,9 +128,7 @@ async def stream_chat_completion(client: openai.AsyncOpenAI, body: dict[str, Any
             await stream.close()
     if stalled:   # raised outside the except block: the error carries no TimeoutError context to describe
         raise IdleTimeoutError(_request_of(client, stream), idle_timeout_s, setting)
-    data = assembler.result()
-    return Streamed(data=data, first_chunk_s=first_chunk_s, chunks=assembler.chunks,
-                    usage_reported=isinstance(data, dict) and bool(data.get("usage")))
+    return assembler.streamed()
 
 
 def stream_chat_completion_blocking(client: openai.OpenAI, body: dict[str, Any], *, idle_timeout_s: float,
@@ -146,8 +138,6 @@ def stream_chat_completion_blocking(client: openai.OpenAI, body: dict[str, Any],
     idle bound is the transport's read timeout (httpx applies it to each read, the response headers included):
     a read timeout becomes IdleTimeoutError. Unlike the async timer, bytes the SDK skips (SSE comments some
     servers send as keep-alives) count as data here."""
-    started = time.perf_counter()
-    first_chunk_s: float | None = None
     assembler = ChunkAssembler()
     stream: openai.Stream[Any] | None = None
     options = {"timeout": httpx2.Timeout(timeout_s, read=idle_timeout_s)}
@@ -160,7 +150,6 @@ def stream_chat_completion_blocking(client: openai.OpenAI, body: dict[str, Any],
                 raw = stream.response.read()
             except httpx2.TransportError as exc:
                 raise openai.APIConnectionError(request=stream.response.request) from exc
-            first_chunk_s = time.perf_counter() - started
             assembler.whole(_json_reply(raw))
         else:
             while True:
@@ -169,11 +158,8 @@ def stream_chat_completion_blocking(client: openai.OpenAI, body: dict[str, Any],
                 except StopIteration:
                     break
                 except openai.APIError as exc:
-                    if _transient_stream_error(exc):
-                        raise TransientResponseError(f"the stream reported an error: {exc.message}") from exc
+                    _raise_if_transient(exc)
                     raise
-                if first_chunk_s is None:
-                    first_chunk_s = time.perf_counter() - started
                 assembler.add(chunk)
     except (openai.APITimeoutError, httpx2.ReadTimeout) as exc:
         if not _read_timeout(exc):
@@ -184,9 +170,7 @@ def stream_chat_completion_blocking(client: openai.OpenAI, body: dict[str, Any],
             stream.close()
     if stalled:
         raise IdleTimeoutError(_request_of(client, stream), idle_timeout_s, setting)
-    data = assembler.result()
-    return Streamed(data=data, first_chunk_s=first_chunk_s, chunks=assembler.chunks,
-                    usage_reported=isinstance(data, dict) and bool(data.get("usage")))
+    return assembler.streamed()
 
 
 class ChunkAssembler:
@@ -199,17 +183,24 @@ class ChunkAssembler:
     provider, ...) come from the chunks, the last value winning; `usage` from the last chunk that carries it
     (the final one with include_usage), absent when none does."""
 
-    def __init__(self) -> None:
+    def __init__(self, started: float | None = None) -> None:
         self.top: dict[str, Any] = {}
         self.choices: dict[int, dict[str, Any]] = {}
         self.usage: dict[str, Any] | None = None
         self.chunks = 0
         self._whole: Any = None
+        self.started = time.perf_counter() if started is None else started   # when the request was sent
+        self.first_chunk_s: float | None = None    # seconds from then to the first chunk (or whole reply)
+
+    def _arrived(self) -> None:
+        self.chunks += 1
+        if self.first_chunk_s is None:
+            self.first_chunk_s = time.perf_counter() - self.started
 
     def add(self, chunk: Any) -> None:
         if not isinstance(chunk, dict):
             return
-        self.chunks += 1
+        self._arrived()
         for key, value in chunk.items():
             if key == "usage":
                 if value:
@@ -222,8 +213,13 @@ class ChunkAssembler:
 
     def whole(self, data: Any) -> None:
         """A whole (non-streamed) reply, from a server that ignored `stream`: `result` returns it as it is."""
-        self.chunks += 1
+        self._arrived()
         self._whole = data
+
+    def streamed(self) -> "Streamed":
+        data = self.result()
+        return Streamed(data=data, first_chunk_s=self.first_chunk_s, chunks=self.chunks,
+                        usage_reported=isinstance(data, dict) and bool(data.get("usage")))
 
     def result(self) -> dict[str, Any]:
         if self._whole is not None:
@@ -336,6 +332,12 @@ def _add_detail(details: list[dict[str, Any]], piece: dict[str, Any]) -> None:
 def _read_timeout(exc: BaseException) -> bool:
     """A read that waited too long (not a connect or pool timeout), as httpx raises it or the SDK wraps it."""
     return isinstance(exc, httpx2.ReadTimeout) or isinstance(exc.__cause__, httpx2.ReadTimeout)
+
+
+def _raise_if_transient(exc: openai.APIError) -> None:
+    """An error event the retry policy should retry (see _transient_stream_error) as TransientResponseError."""
+    if _transient_stream_error(exc):
+        raise TransientResponseError(f"the stream reported an error: {exc.message}") from exc
 
 
 def _transient_stream_error(exc: openai.APIError) -> bool:

@@ -23,6 +23,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ecab.sim.policy import first_user_text
+
 TEXT_FORMATS = ("hermes", "json", "json_doubled")
 TOOL_CALL_FORMATS = ("native", *TEXT_FORMATS)
 # Names the real models invented (search_catalog, get_product_info) and the like.
@@ -30,15 +32,6 @@ INVENTED_TOOL_NAMES = ("search_catalog", "get_product_info", "find_products", "p
                        "get_reviews")
 # Product ids the real models invented.
 INVENTED_PRODUCT_IDS = ("12345", "987654321", "67890", "54321", "P001")
-
-
-def first_user_text(messages: list[dict[str, Any]]) -> str:
-    """The first user message's text (content parts as canonical JSON); as ecab.sim.policy.first_user_text."""
-    for message in messages:
-        if message.get("role") == "user":
-            content = message.get("content")
-            return json.dumps(content, sort_keys=True) if not isinstance(content, str) else content
-    return ""
 
 
 def assistant_turns(messages: list[dict[str, Any]]) -> int:

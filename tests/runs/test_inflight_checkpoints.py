@@ -32,24 +32,10 @@ from ecab.runs.folder import INFLIGHT_TERMINATION
 from ecab.schema import FormatError, Step, TERMINATIONS, Trajectory
 from ecab.view.live import source_files
 from ecab.view.status import run_status
+from test_run_guards import tiny_task   # the tiny benchmark's tasks (its first four)
 
 ROOT = Path(__file__).resolve().parents[2]
 N_TASKS = 4
-GOODS = [("Braided USB-C Charger Cable 6ft", "Electronics", "Black"),
-         ("Cast Iron Skillet 12 inch Pre-Seasoned", "Home & Kitchen", "Black"),
-         ("Stainless Steel Water Bottle 32 oz", "Sports & Outdoors", "Blue"),
-         ("Wireless Ergonomic Mouse", "Electronics", "Gray")]
-
-
-def tiny_task(i: int) -> dict:
-    title, category, color = GOODS[i % len(GOODS)]
-    return {"id": f"tiny-{i:02d}", "intent_category": "product_search",
-            "user_query": f"I am looking for a {color.lower()} {title.lower()} under ${30 + i}.",
-            "target_product": {"product_id": f"TINY{i:03d}", "title": f"Tinyco {title} ({color})",
-                               "main_category": category, "store": "Tinyco", "average_rating": 4.6,
-                               "rating_number": 120, "price": 20.0 + i, "features": [f"{title}, {color}"],
-                               "description": [], "details": {"Color": color, "Brand": "Tinyco"}},
-            "rubrics": []}
 
 
 def record(task_id: str, **fields) -> Trajectory:
