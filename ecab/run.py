@@ -419,6 +419,7 @@ def headline(summary: dict, folder, infra: list | None = None) -> str:
             f"{s} {pct(v.get('satisfaction'))}" for s, v in by_source.items()))
     if (summary.get("task_audit") or {}).get("headline"):
         lines.append(f"task set: {summary['task_audit']['headline']}")
+    lines += [f"WARNING: {warning}" for warning in summary.get("warnings") or []]
     return "\n".join(lines)
 
 

@@ -172,3 +172,20 @@ def review_evidence_failures(episodes: Sequence[Episode]) -> dict[str, int]:
         if failed:
             counts[review_failure_kind(e)] += failed
     return {"total": sum(counts.values()), **counts}
+
+
+NO_TOOL_CALLS_WARNING = ("no episode made a tool call (each ended no_tool_call): an endpoint whose model writes its "
+                         "calls as text, or whose server does not parse them, looks like this; try "
+                         "model.tool_call_format=hermes|json, model.tool_choice=required, or the server's tool "
+                         "parser (llama-server --jinja; vLLM --enable-auto-tool-choice --tool-call-parser ...): "
+                         "docs/local-models.md")
+
+
+def run_warnings(episodes: Sequence[Episode]) -> list[str]:
+    """What makes a run's numbers mean something else than a model's skill, said where its numbers are read
+    (summary.md's top, the run's last lines): a run in which no episode ever called a tool measured the endpoint's
+    set-up, not the agent (a served model's calls written as text, found against llama.cpp)."""
+    evaluated = evaluated_episodes(episodes)
+    if evaluated and all(e.traj.termination == "no_tool_call" and e.traj.total_tool_calls == 0 for e in evaluated):
+        return [NO_TOOL_CALLS_WARNING]
+    return []

@@ -288,7 +288,8 @@ def task_audit_sections(summary: dict[str, Any]) -> list[str]:
 
 
 def render_markdown(summary: dict[str, Any]) -> str:
-    return "\n".join(original_sections(summary) + task_audit_sections(summary) + ecab_sections(summary)
+    warnings = [f"**Warning:** {w}" for w in summary.get("warnings") or []]
+    return "\n".join(([*warnings, ""] if warnings else []) + original_sections(summary) + task_audit_sections(summary) + ecab_sections(summary)
                      + runner_sections(summary)
                      + variance_sections(summary) + difficulty_sections(summary) + interaction_sections(summary)
                      + failure_sections(summary) + audit_sections(summary) + plot_links())

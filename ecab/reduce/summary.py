@@ -17,7 +17,7 @@ from ecab.reduce.budget import budget_section
 from ecab.reduce.episodes import Episode, evaluated_episodes, evaluated_rubrics, join_episodes, scored_episodes
 from ecab.reduce.groups import (by_rubric_type, by_source, failure_by_source, group_by, implicit_bucket,
                                 rubric_tally, voucher_group_stats, voucher_kind)
-from ecab.reduce.interaction import (accuracy_given, clarification_section, interaction_section,
+from ecab.reduce.interaction import (accuracy_given, clarification_section, interaction_section, run_warnings,
                                      review_evidence_failures, slot_count)
 from ecab.reduce.rates import median, rate
 from ecab.reduce.usage import latency_section, tokens_and_cost, tool_errors_section
@@ -132,6 +132,7 @@ def ecab_keys(episodes: Sequence[Episode]) -> dict[str, Any]:
     rubrics = rubric_tally(evaluated_rubrics(episodes))
     valid_finish = sum(e.traj.termination == "recommended" for e in evaluated)
     return {
+        "warnings": run_warnings(episodes),
         "denominators": DENOMINATORS,
         "scored_samples": len(base),
         "unscored_samples": len(evaluated) - len(base),

@@ -57,6 +57,8 @@ def headline(s: dict[str, Any]) -> list[dict[str, Any]]:
         cards.append({"label": f"pass^{top}", "value": pct(pass_k[top]["value"]),
                       "note": f"over {pass_k[top]['tasks']} tasks; flip rate "
                               f"{pct(((s.get('variance') or {}).get('flips') or {}).get('rate'))}"})
+    # what makes the numbers mean something else (reduce/interaction.py run_warnings) comes first
+    cards[:0] = [{"label": "warning", "value": "read this first", "note": w} for w in s.get("warnings") or []]
     cost = ((s.get("tokens_and_cost") or {}).get("total") or {})
     cards.append({"label": "cost", "value": dollars(cost.get("cost_usd", 0.0), 4),
                   "note": f"{cost.get('input_tokens', 0):,} in / {cost.get('output_tokens', 0):,} out tokens"})

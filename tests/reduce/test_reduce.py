@@ -654,3 +654,29 @@ def test_invented_tool_names_count_in_one_row_not_one_row_each():
     assert interaction_section([episode])["calls_per_tool_mean"] == {
         UNKNOWN_TOOL: 3.0, "get_product_details": 1.0, "search_products": 1.0}
     assert tool_errors_section([episode])["by_tool"] == {UNKNOWN_TOOL: 3, "get_product_details": 1}
+
+
+def test_a_run_in_which_no_episode_called_a_tool_says_why_that_usually_is():
+    """Against a served model whose calls come back as text every episode ends no_tool_call with 0 calls, and
+    the summary read "finish rate 100%, 0 tool calls" with no hint (issue 31): it now opens with a warning."""
+    from ecab.reduce.interaction import NO_TOOL_CALLS_WARNING
+
+    tasks = make_tasks()
+    silent = [make_traj(tid, "no_tool_call", calls=0, steps=[step(0, None), step(0, None)]) for tid in tasks]
+    judged = [make_judgement(t, tasks[t.id], no_product(tasks[t.id])) for t in silent]
+    summary = summarize(tasks, silent, judged, model="m", judge_model="rules")
+    assert summary["warnings"] == [NO_TOOL_CALLS_WARNING]
+    assert render_markdown(summary).startswith(f"**Warning:** {NO_TOOL_CALLS_WARNING}")
+    one_call = [make_traj(silent[0].id, "recommended", calls=1, predicted="X", steps=[step(1, "recommend_product")]),
+                *silent[1:]]
+    judged = [make_judgement(t, tasks[t.id], no_product(tasks[t.id])) for t in one_call]
+    assert summarize(tasks, one_call, judged, model="m", judge_model="rules")["warnings"] == []
+
+
+def test_the_report_opens_with_the_run_s_warnings():
+    from ecab.reduce.interaction import NO_TOOL_CALLS_WARNING
+    from ecab.view.run_page import headline
+
+    cards = headline({"warnings": [NO_TOOL_CALLS_WARNING], "overall_accuracy": 0.0})
+    assert cards[0] == {"label": "warning", "value": "read this first", "note": NO_TOOL_CALLS_WARNING}
+    assert all(card["label"] != "warning" for card in headline({"warnings": [], "overall_accuracy": 0.0}))
