@@ -19,10 +19,10 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import re
 from pathlib import Path
 from typing import Any
 
+from ecab.llm.tool_text import calls_from_text
 from ecab.sim.policy import first_user_text
 
 TEXT_FORMATS = ("hermes", "json", "json_doubled")
@@ -72,43 +72,15 @@ def write_text_calls(calls: list[tuple[str, Any]], form: str) -> str:
     return "\n".join(out)
 
 
-_DECODER = json.JSONDecoder()
-_HERMES = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
-
-
 def read_text_calls(text: str | None) -> list[tuple[str, Any]]:
     """The tool calls written in a message's text, in order, in any of the text forms (bare JSON objects,
-    doubled braces, Hermes tags): (name, arguments as written: a dict, or a string). Objects that are not
-    a call (no string "name") are passed over; text that holds none gives []."""
+    doubled braces, Hermes tags), read as the agent reads them (ecab/llm/tool_text.py, whose json format finds
+    objects inside tags too): (name, arguments: a dict, or the call's raw text when it could not be read).
+    Text that holds none gives []."""
     if not text or "{" not in text:
         return []
-    bodies = _HERMES.findall(text) or [text]
-    calls: list[tuple[str, Any]] = []
-    for body in bodies:
-        i = 0
-        while True:
-            i = body.find("{", i)
-            if i < 0:
-                break
-            found = _decode_call(body, i) or (_decode_call(body, i + 1) if body.startswith("{{", i) else None)
-            if found is None:
-                i += 1
-                continue
-            call, end = found
-            calls.append(call)
-            i = end
-    return calls
-
-
-def _decode_call(text: str, start: int) -> tuple[tuple[str, Any], int] | None:
-    try:
-        value, end = _DECODER.raw_decode(text, start)
-    except json.JSONDecodeError:
-        return None
-    if not isinstance(value, dict) or not isinstance(value.get("name"), str):
-        return None
-    arguments = value.get("arguments", value.get("parameters", {}))
-    return (value["name"], arguments), end
+    return [(call.name, json.loads(call.arguments) if call.error is None else call.arguments)
+            for call in calls_from_text(text, "json").calls if call.name]
 
 
 def parsed_arguments(arguments: Any) -> dict | None:
