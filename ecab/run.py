@@ -345,6 +345,7 @@ def run_episodes(cfg: Config, tasks: list[Task], catalog, folder, *, catalog_poo
         runner = make_runner(cfg, catalog_pool=catalog_pool)
         stats = runner.run(todo, by_id, catalog, folder, settings, on_done=on_done)
     finally:
+        folder.drop_empty_inflight()
         if simulator is not None:
             simulator.stop()
     stats.resumed_units = len(units) - len(todo)

@@ -226,6 +226,14 @@ class RunFolder:
                 pass
         return removed
 
+    def drop_empty_inflight(self) -> None:
+        """Remove the checkpoints' folder once no episode is in flight (a finished run leaves no empty folder
+        behind); kept while any checkpoint is in it."""
+        try:
+            self.inflight_dir.rmdir()
+        except OSError:   # absent, or not empty: a stopped episode's checkpoint stays for the view and resume
+            pass
+
     # -- manifest, config, tasks -----------------------------------------------------------------------
 
     def write_manifest(self, manifest: dict) -> None:

@@ -251,16 +251,25 @@ def base(tmp_path_factory) -> list[str]:
 def finished(base, tmp_path_factory):
     """A finished run (it also builds the module's catalog)."""
     run_dir = tmp_path_factory.mktemp("runs")
-    summary = main_job(load_config([*base, f"run.dir={run_dir}", "run.name=finished"]))
-    return RunFolder(run_dir / "finished"), summary
+    written: list[Path] = []
+    real = RunFolder.write_inflight
+
+    def counted(self, traj):
+        written.append(real(self, traj))
+        return written[-1]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(RunFolder, "write_inflight", counted)
+        summary = main_job(load_config([*base, f"run.dir={run_dir}", "run.name=finished"]))
+    return RunFolder(run_dir / "finished"), summary, written
 
 
 @pytest.mark.slow
 def test_a_finished_run_leaves_no_checkpoint(finished):
-    folder, summary = finished
+    folder, summary, written = finished
     assert summary["total_samples"] == N_TASKS
-    assert folder.inflight_dir.is_dir(), "its episodes were checkpointed while they ran"
-    assert folder.inflight_paths() == [] and list(folder.inflight_dir.iterdir()) == []
+    assert written and all(p.parent == folder.inflight_dir for p in written), "checkpointed while they ran"
+    assert folder.inflight_paths() == [] and not folder.inflight_dir.exists(), "no checkpoint, no empty folder"
     status = run_status(folder)
     assert status.finished and status.in_flight == 0
 
