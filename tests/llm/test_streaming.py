@@ -175,17 +175,18 @@ def test_a_stream_without_usage_leaves_the_tokens_at_zero_as_a_reply_without_usa
 
 @pytest.mark.parametrize("http_client", ["aiohttp", "httpx"])
 def test_a_reply_that_keeps_sending_is_cut_by_neither_the_idle_nor_the_total_timeout(http_client):
-    """Ten chunks 0.3 s apart: 3 s in all, against idle_timeout_s 1 and timeout_s 1 (the transport's timeout is
-    per read on both transports, and lifted for a stream)."""
-    pieces = [f"w{i} " for i in range(10)]
+    """Sixteen chunks 0.2 s apart: 3.2 s in all, against idle_timeout_s 2 and timeout_s 1 (the transport's timeout
+    is per read on both transports, and lifted for a stream). Each gap is 1.8 s inside the idle bound, so a
+    loaded machine's delays do not cut it."""
+    pieces = [f"w{i} " for i in range(16)]
 
     async def handle(request, n):
         return await send_events(request, [chunk({"content": p}) for p in pieces] + [chunk({}, "stop")],
-                                 pause_s=0.3)
+                                 pause_s=0.2)
 
     async def scenario():
         async with sse_endpoint(handle) as (url, bodies):
-            return await ask(settings(url, http_client=http_client, timeout_s=1.0, idle_timeout_s=1.0)), bodies
+            return await ask(settings(url, http_client=http_client, timeout_s=1.0, idle_timeout_s=2.0)), bodies
 
     reply, bodies = run(scenario)
     assert reply.content == "".join(pieces) and reply.attempts == 1 and len(bodies) == 1
@@ -329,15 +330,15 @@ async def ask_blocking(model: ModelSettings):
 
 
 def test_the_blocking_twin_streams_too_and_a_steady_reply_is_not_cut():
-    pieces = [f"w{i} " for i in range(6)]
+    pieces = [f"w{i} " for i in range(14)]    # 2.8 s in all, 0.2 s apart: longer than either bound, gaps well inside
 
     async def handle(request, n):
         return await send_events(request, [chunk({"content": p}) for p in pieces] + [chunk({}, "stop"),
-                                           chunk(usage=USAGE, choices=False)], pause_s=0.3)
+                                           chunk(usage=USAGE, choices=False)], pause_s=0.2)
 
     async def scenario():
         async with sse_endpoint(handle) as (url, bodies):
-            return await ask_blocking(settings(url, timeout_s=1.0, idle_timeout_s=1.0)), bodies
+            return await ask_blocking(settings(url, timeout_s=1.0, idle_timeout_s=2.0)), bodies
 
     reply, bodies = run(scenario)
     assert bodies[0]["stream"] is True and reply.content == "".join(pieces) and reply.attempts == 1
