@@ -5,8 +5,8 @@ Every budget is a normal run of `python -m ecab.run` with `budget=<b>`: its own 
 one task set loaded once. Then `runs/<study>/` (default `<model>-budget-study`, `--study` to name it) gets:
 
 - budget_study.json: per budget the accuracy with its 95% interval (the run summary's: Wilson with one trial
-  per task), rubric satisfaction, average tool calls, the share that reached the cap, the share of every
-  termination, episodes; and the truncation view: the largest budget's run cut after b calls
+  per task), rubric satisfaction, average tool calls, the share that used every call (cut off or recommending
+  with the last one), the share of every termination (budget_exhausted: cut off at the cap), episodes; and the truncation view: the largest budget's run cut after b calls
   (reduce/budget.py), beside the accuracy the run at budget b actually reached;
 - budget_study.md: the same as a table; budget_study.png: accuracy vs budget with the intervals as error bars
   and the truncation curve dashed.
@@ -139,11 +139,11 @@ def study_markdown(study: dict[str, Any]) -> str:
     ends = shown_terminations(rows)
     body = [[r["budget"], f"{pct(r['accuracy'])} [{pct(r['accuracy_ci']['low'])}, {pct(r['accuracy_ci']['high'])}]",
              pct(r["accuracy_if_largest_cut_here"]), pct(r["rubric_satisfaction"]), num(r["avg_tool_calls"], 1),
-             pct(r["cap_reached_rate"]), *[pct(r["termination_shares"].get(e)) for e in ends], r["episodes"],
+             pct(r["used_every_call_rate"]), *[pct(r["termination_shares"].get(e)) for e in ends], r["episodes"],
              f"`{r['run_name']}`"] for r in rows]
     lines = [f"# Budget study: {study['model']}", "",
              *table(("budget", "accuracy [95% CI]", f"b{largest} run cut here", "rubric satisfaction",
-                     "avg tool calls", "reached the cap", *[f"ended {e.replace('_', ' ')}" for e in ends],
+                     "avg tool calls", "used every call", *[f"ended {e.replace('_', ' ')}" for e in ends],
                      "episodes", "run"), body), "",
              f"Intervals: {study['interval_method']}. \"b{largest} run cut here\": the budget-{largest} run's "
              "trajectories cut after that many calls (a recommendation after the cut does not count), beside "

@@ -28,7 +28,7 @@ def headline(summary: dict) -> str:
             f"{pct(summary['overall_rubric_satisfaction'])} | finished {pct(summary['prediction_finished_rate'])}"
             f" (valid {pct(summary['valid_finish_rate'])}) | avg tool calls {summary['avg_tool_calls']} | "
             f"evaluated {summary['evaluated_samples']}/{summary['total_samples']} | runtime errors "
-            f"{summary['runtime_error_count']} | cap reached {pct(summary['budget']['cap_reached_rate'])}")
+            f"{summary['runtime_error_count']} | cut off at the cap {pct(summary['budget']['cap_reached_rate'])}")
 
 
 def refresh_report(run_dir: Path) -> None:

@@ -76,22 +76,35 @@ def last_calls(accuracy_at: dict[int, float]) -> dict[str, Any]:
 
 
 def cap_reached(outcomes: Sequence[Outcome]) -> int:
+    """Episodes cut off by the cap: the budget ran out before a recommendation (termination budget_exhausted)."""
     return sum(1 for o in outcomes if not o.excluded and o.termination == "budget_exhausted")
 
 
+def used_every_call(episodes: Sequence[Episode]) -> int:
+    """Evaluated episodes that spent their whole budget, whether cut off or recommending with the last call.
+    Apart from cap_reached because a budget-aware agent (the heuristic) recommends on its last call: it is
+    never cut off, yet the budget bound it, which is what a budget study asks about."""
+    return sum(1 for e in evaluated_episodes(episodes)
+               if isinstance(b := e.traj.unit.get("budget"), int) and e.traj.total_tool_calls >= b)
+
+
 def budget_section(episodes: Sequence[Episode]) -> dict[str, Any]:
-    """summary["budget"]: the run's budget, how many episodes hit it, and accuracy at each cut point inside it."""
+    """summary["budget"]: the run's budget, how many episodes were cut off by it (cap_reached) and how many
+    spent all of it (used_every_call), and accuracy at each cut point inside it."""
     budgets = sorted({b for e in episodes if isinstance(b := e.traj.unit.get("budget"), int)})
     budget = max(budgets) if budgets else None
     outcomes = [e.outcome for e in episodes]
     cut_points = cut_points_for(budget)
     accuracy_at = truncated_accuracy_of(outcomes, cut_points)
     capped = cap_reached(outcomes)
+    used_all = used_every_call(episodes)
     return {
         "budget": budget,
         "budgets": budgets,
         "cap_reached_count": capped,
         "cap_reached_rate": rate(capped, len(evaluated_episodes(episodes))),
+        "used_every_call_count": used_all,
+        "used_every_call_rate": rate(used_all, len(evaluated_episodes(episodes))),
         "cut_points": cut_points,
         "accuracy_if_cut_at": {str(k): round4(v) for k, v in accuracy_at.items()},
         "accuracy_added_by_last_calls": last_calls(accuracy_at),

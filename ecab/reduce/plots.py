@@ -4,7 +4,7 @@ Every chart reads summary dicts, never trajectories, so `python -m ecab.reduce r
 from summary data it has just recomputed, and `compare` from the runs' summary.json files. Rates are shown
 as percentages; error bars are the 95% intervals of summary["variance"] (variance.py: Wilson or a bootstrap
 over tasks). `plot_accuracy_lines` draws accuracy against a numeric setting for the budget study
-(ecab/study.py) and the sweep table (sweep.py).
+(ecab/study.py) and the sweep table (sweep.py); `plot_accuracy_per_run` a sweep with no numeric setting.
 """
 from __future__ import annotations
 
@@ -163,7 +163,7 @@ def plot_accuracy_vs_budget(summary: dict[str, Any], path: Path) -> Path:
     if budget.get("budget") is not None:
         ax.axvline(budget["budget"], color="0.5", linestyle="--", linewidth=1,
                    label=f"run budget = {budget['budget']} calls "
-                         f"({budget['cap_reached_rate']:.1%} of episodes hit it)")
+                         f"({budget['cap_reached_rate']:.1%} of episodes cut off by it)")
     ax.set_xlim(0, max(ks + [budget.get("budget") or 0]) * 1.08)
     ax.set_ylim(0, min(1.05, max(values) * 1.3 + 0.05))
     _percent_axis(ax.yaxis)
@@ -222,6 +222,25 @@ def plot_compare_accuracy(runs: Labeled, path: Path) -> Path:
                   else "center")
     return _finish_share_chart(fig, ax, path, top=1.12, ylabel="Accuracy (%)",
                                title="Accuracy per run (95% CI)")
+
+
+def plot_accuracy_per_run(runs: Sequence[tuple[str, float, dict[str, Any] | None]], path: Path) -> Path:
+    """Horizontal bars, one per (label, accuracy, interval {"low", "high"} or None), top to bottom in order:
+    runs named by long folder names read better down the side than slanted under bars."""
+    labels, values = [r[0] for r in runs], [r[1] for r in runs]
+    cis = [r[2] if r[2] and r[2].get("low") is not None else None for r in runs]
+    err = _err(values, cis)
+    fig, ax = _figure((8.0, 1.0 + 0.45 * len(runs)))
+    bars = ax.barh(range(len(runs)), values, xerr=err, capsize=4, color="#4C72B0")
+    _label_bars(ax, bars, values, [v + e for v, e in zip(values, err[1])], horizontal=True)
+    ax.set_yticks(range(len(runs)), labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1.15)
+    _percent_axis(ax.xaxis)
+    ax.set_xlabel("Accuracy (%)")
+    ax.set_title("Accuracy per run (95% CI)")
+    ax.grid(axis="x", alpha=0.3)
+    return _save(fig, path)
 
 
 def plot_compare_sources(runs: Labeled, path: Path) -> Path:

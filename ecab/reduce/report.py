@@ -101,7 +101,10 @@ def ecab_sections(s: dict[str, Any]) -> list[str]:
     lines = ["## Terminations", *table(("termination", "count"), list(s["terminations"].items())), "",
              "## Call budget",
              f"- Budget: {budget['budget']} tool calls",
-             f"- Runs reaching the cap: {budget['cap_reached_count']} ({pct(budget['cap_reached_rate'])})",
+             f"- Episodes that used every call: {budget.get('used_every_call_count', 0)} "
+             f"({pct(budget.get('used_every_call_rate'))})",
+             f"- Episodes cut off at the cap (no recommendation): {budget['cap_reached_count']} "
+             f"({pct(budget['cap_reached_rate'])})",
              last_calls_line(budget), "",
              *table(("cut after k calls", "accuracy"),
                     [[k, pct(v)] for k, v in budget["accuracy_if_cut_at"].items()]), "",

@@ -36,7 +36,8 @@ def run_row(summary: dict[str, Any]) -> dict[str, Any]:
         "accuracy_ci": accuracy_ci(summary),
         "rubric_satisfaction": summary.get("overall_rubric_satisfaction"),
         "avg_tool_calls": summary.get("avg_tool_calls"),
-        "cap_reached_rate": budget.get("cap_reached_rate"),
+        "cap_reached_rate": budget.get("cap_reached_rate"),            # cut off: budget_exhausted
+        "used_every_call_rate": budget.get("used_every_call_rate"),    # spent the whole budget (None: old summary)
         "termination_shares": termination_shares(summary),
         "episodes": summary.get("total_samples"),
         "evaluated": summary.get("evaluated_samples"),

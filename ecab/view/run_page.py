@@ -47,7 +47,8 @@ def headline(s: dict[str, Any]) -> list[dict[str, Any]]:
         {"label": "finished", "value": pct(s.get("prediction_finished_rate")),
          "note": f"valid recommendation {pct(s.get('valid_finish_rate'))}"},
         {"label": "avg tool calls", "value": num(s.get("avg_tool_calls"), 1),
-         "note": f"median {num(s.get('median_tool_calls'), 1)}; cap reached "
+         "note": f"median {num(s.get('median_tool_calls'), 1)}; every call used "
+                 f"{pct((s.get('budget') or {}).get('used_every_call_rate'))}, cut off at the cap "
                  f"{pct((s.get('budget') or {}).get('cap_reached_rate'))}"},
         {"label": "episodes", "value": str(s.get("total_samples", 0)),
          "note": f"evaluated {s.get('evaluated_samples', 0)}, runtime errors {s.get('runtime_error_count', 0)}"},
@@ -118,8 +119,10 @@ def _added_by_last_calls(budget: dict[str, Any]) -> str:
 def call_budget(s: dict[str, Any]) -> Table:
     budget = s.get("budget") or {}
     rows = [[f"{k} calls", pct(v)] for k, v in (budget.get("accuracy_if_cut_at") or {}).items()]
-    note = (f"budget {budget.get('budget')}; cap reached {budget.get('cap_reached_count', 0)} episodes "
-            f"({pct(budget.get('cap_reached_rate'))}); {_added_by_last_calls(budget)}")
+    note = (f"budget {budget.get('budget')}; every call used in {budget.get('used_every_call_count', 0)} episodes "
+            f"({pct(budget.get('used_every_call_rate'))}), cut off at the cap in "
+            f"{budget.get('cap_reached_count', 0)} ({pct(budget.get('cap_reached_rate'))}); "
+            f"{_added_by_last_calls(budget)}")
     return _table("Call budget: accuracy if every trajectory were cut after k calls", ["cut at", "accuracy"],
                   rows, note)
 

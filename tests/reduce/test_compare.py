@@ -38,15 +38,15 @@ def test_tables_rows_and_csv(two_runs):
     assert result["labels"] == ["m", "m2"]
     t3 = result["tables"]["table3"]
     assert t3.headers == ["model", "evaluated", "accuracy", "rubric satisfaction", "finish rate", "avg tool calls",
-                          "reached cap", "ended recommended", "ended invalid recommendation",
+                          "used every call", "ended recommended", "ended invalid recommendation",
                           "ended budget exhausted", "ended agent error", "ended infra error"]
     assert t3.md_rows[0][:3] == ["m", 6, t3.md_rows[0][2]] and t3.md_rows[0][2].startswith("50.0% [")
     assert t3.md_rows[1][2].startswith("33.3% [")                        # E1 E3 correct of 6
-    # finish rate, avg calls (30+80+10+100+5+7)/6, cap reached 1 of 6 evaluated, terminations of all 7 episodes
+    # finish rate, avg calls (30+80+10+100+5+7)/6, every call used by 1 of 6 evaluated, terminations of all 7 episodes
     assert t3.md_rows[0][4:] == ["66.7%", "38.7", "16.7%", "42.9%", "14.3%", "14.3%", "14.3%", "14.3%"]
     rows = list(csv.DictReader(io.StringIO((root / "out" / "table3.csv").read_text(encoding="utf-8"))))
     assert [r["model"] for r in rows] == ["m", "m2"]
-    assert float(rows[0]["cap_reached_rate"]) == 0.1667 and float(rows[0]["ended_recommended"]) == 0.4286
+    assert float(rows[0]["used_every_call_rate"]) == float(rows[0]["cap_reached_rate"]) == 0.1667 and float(rows[0]["ended_recommended"]) == 0.4286
     assert float(rows[0]["accuracy"]) == 0.5 and float(rows[1]["accuracy"]) == 0.3333
     assert float(rows[0]["accuracy_ci_low"]) <= 0.5 <= float(rows[0]["accuracy_ci_high"])
     assert float(rows[1]["rubric_satisfaction"]) == round(7 / 17, 4)      # one satisfied rubric fewer

@@ -252,6 +252,7 @@ def test_terminations_and_finish(summary):
 def test_budget_truncation(summary, run):
     assert summary["budget"] == {
         "budget": 100, "budgets": [100], "cap_reached_count": 1, "cap_reached_rate": 0.1667,
+        "used_every_call_count": 1, "used_every_call_rate": 0.1667,        # E5, cut off at 100 calls
         # correct episodes recommend at calls 10 (E3), 30 (E1), 80 (E2); 6 scored episodes
         "cut_points": [25, 50, 75, 100],
         "accuracy_if_cut_at": {"25": 0.1667, "50": 0.3333, "75": 0.3333, "100": 0.5},
@@ -268,6 +269,8 @@ def test_cut_points_are_the_quarters_of_the_runs_budget():
     s = summarize(tasks, trajectories, judgements, model="m", judge_model="rules")
     budget = s["budget"]
     assert budget["budget"] == 50 and budget["cut_points"] == [13, 25, 38, 50]
+    # E2 recommended with its 50th call or later: it used every call without being cut off (E5 was)
+    assert (budget["used_every_call_count"], budget["cap_reached_count"]) == (2, 1)
     # correct episodes recommend at calls 10, 30 and 80 (the last beyond this budget); 6 scored episodes
     assert budget["accuracy_if_cut_at"] == {"13": 0.1667, "25": 0.1667, "38": 0.3333, "50": 0.3333}
     assert budget["accuracy_added_by_last_calls"] == {"low": 38, "high": 50, "value": 0.0}
