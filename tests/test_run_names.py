@@ -80,6 +80,18 @@ def test_sweep_names_are_readable_and_independent_of_override_order():
     fixed = naming.sweep_name(["model=heuristic,oracle", "catalog.products=600"])
     assert fixed.startswith("sweep-model=heuristic,oracle-") and fixed != naming.sweep_name(
         ["model=heuristic,oracle", "catalog.products=700"])
+    # the issue's sweep keeps both swept keys readable, a fixed override only in the hash
+    issue = naming.sweep_name(["model=heuristic,oracle", "budget=10,25,50,100", "benchmark.limit=20"])
+    assert issue.startswith("sweep-budget=10,25,50,100-model=heuristic,oracle-") and len(issue) == 55
+    assert issue == naming.sweep_name(["budget=10,25,50,100", "benchmark.limit=20", "model=heuristic,oracle"])
+
+
+def test_a_long_list_of_swept_values_is_named_by_its_ends_and_stays_distinct():
+    many = ",".join(f"m{i}" for i in range(30))
+    name_ = naming.sweep_name([f"model={many}", "seed=1,2"])
+    assert name_.startswith("sweep-model=m0,..,m29-seed=1,2-")
+    assert name_ != naming.sweep_name([f"model={many.replace('m17', 'x')}", "seed=1,2"])     # the hash tells them
+    assert naming.sweep_name(["budget=range(1,100)"]).startswith("sweep-budget=1,..,99-")
 
 
 # ------------------------------------------------------------------------------------- an own endpoint

@@ -37,6 +37,9 @@ IN_BASE = ("budget", "model.name", "model.model_id", "model.base_url", "benchmar
 GROUP_KEYS = {"model": ("name",), "catalog": ("source",), "benchmark": ("name", "source"), "runner": ("name",)}
 RENDERED_GROUPS = ("catalog",)   # model and benchmark are in the base; the runner is not in the identity
 MAX_SUFFIX = 40                  # characters after the base before the suffix is cut and hashed
+# A sweep's name has no base and is read as the sweep's title: two swept keys of a few values each must fit
+# (budget=10,25,50,100-model=heuristic,oracle is 42 characters, and was cut to budget=... at 40).
+MAX_SWEEP_SUFFIX = 64
 HASH_CHARS = 6
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+,=@-]")
 _REMOVED = object()              # a default key the config does not have
@@ -253,14 +256,14 @@ def safe(text: str) -> tuple[str, bool]:
     return cleaned, cleaned != text
 
 
-def bounded(suffix: str, digest: str, hashed: bool) -> str:
-    """The suffix as it is when short and exact; else its readable prefix (whole items, up to MAX_SUFFIX) and the
-    digest of the whole difference."""
-    if len(suffix) <= MAX_SUFFIX and not hashed:
+def bounded(suffix: str, digest: str, hashed: bool, limit: int = MAX_SUFFIX) -> str:
+    """The suffix as it is when short and exact; else its readable prefix (whole items, up to `limit` characters)
+    and the digest of the whole difference."""
+    if len(suffix) <= limit and not hashed:
         return suffix
     keep: list[str] = []
     for item in suffix.split("-") if suffix else []:
-        if len("-".join([*keep, item])) > MAX_SUFFIX - HASH_CHARS - 1:
+        if len("-".join([*keep, item])) > limit - HASH_CHARS - 1:
             break
         keep.append(item)
     return "-".join([*keep, digest[:HASH_CHARS]])
@@ -302,15 +305,22 @@ def sweep_name(overrides: Sequence[str]) -> str:
         items.append(text)
         lossy = lossy or cut or cut_key
     digest = stable_hash(sorted(str(o.input_line) for o in kept))
-    suffix = bounded("-".join(items), digest, lossy or len(swept) < len(kept))
+    suffix = bounded("-".join(items), digest, lossy or len(swept) < len(kept), MAX_SWEEP_SUFFIX)
     return f"sweep-{suffix}" if suffix else "sweep"
+
+
+MAX_SWEEP_VALUES = 24   # a longer list of values is named by its ends ("model=a,..,z"), the hash keeps it exact
 
 
 def _sweep_values(override: Any) -> tuple[str, bool]:
     try:
-        return ",".join(override.sweep_string_iterator()), False
+        values = list(override.sweep_string_iterator())
     except Exception:  # noqa: BLE001 - a sweep Hydra cannot list here (an interval): its text, hashed
         return str(override.value()), True
+    text = ",".join(values)
+    if len(text) > MAX_SWEEP_VALUES and len(values) > 2:
+        return f"{values[0]},..,{values[-1]}", True
+    return text, False
 
 
 def register_resolvers() -> None:
