@@ -146,6 +146,20 @@ def load_tasks(cfg: Config, catalog=None) -> list[Task]:
     return task_set(parse(cfg), catalog)
 
 
+def tasks_and_catalog(cfg: Config) -> tuple[list[Task], Any]:
+    """The run's tasks and catalog, in the order that fails soonest: a benchmark file is read (any bad line
+    refused) before the catalog is opened or built, and a file whose targets the catalog lacks is refused before
+    any run folder (construct/target_check.py). One function for ecab.run and ecab.study, so neither skips a
+    check."""
+    from ecab.construct.target_check import check_targets
+    cfg = parse(cfg)
+    tasks = load_tasks(cfg) if cfg.benchmark.source == "file" else None
+    catalog = open_catalog(cfg)
+    tasks = tasks if tasks is not None else load_tasks(cfg, catalog)
+    check_targets(cfg, tasks, catalog)
+    return tasks, catalog
+
+
 def run_name(cfg: Config) -> str:
     """run.name, else `<model>-b<budget>-<benchmark>` and every identity setting that differs from the
     defaults (ecab/config/naming.py): runs of different configs never share a folder."""
@@ -439,12 +453,7 @@ def main_job(cfg: Config) -> dict:
     cfg = validate(cfg)
     started = time.perf_counter()
     check_agent_endpoint(cfg)   # an own endpoint is checked before anything is built (docs/local-models.md)
-    # A benchmark file is read (and any bad line refused) before the catalog is opened or built.
-    tasks = load_tasks(cfg) if cfg.benchmark.source == "file" else None
-    catalog = open_catalog(cfg)
-    tasks = tasks if tasks is not None else load_tasks(cfg, catalog)
-    from ecab.construct.target_check import check_targets
-    check_targets(cfg, tasks, catalog)    # a file's targets not in the catalog: refused before the run folder
+    tasks, catalog = tasks_and_catalog(cfg)
     folder = prepare_folder(cfg, tasks, catalog)
     try:
         print(f"ecab: {len(tasks)} tasks x {cfg.trials} trial(s), model={cfg.model.name}, budget={cfg.budget}, "

@@ -29,7 +29,7 @@ from ecab.reduce.budget import truncated_accuracy
 from ecab.reduce.plots import plot_accuracy_lines
 from ecab.reduce.report import num, pct, table
 from ecab.reduce.rows import run_row, shown_terminations
-from ecab.run import (EXIT_INFRA_ERRORS, infra_errors, judge_and_reduce, load_tasks, open_catalog, prepare_folder,
+from ecab.run import (EXIT_INFRA_ERRORS, infra_errors, judge_and_reduce, prepare_folder, tasks_and_catalog,
                       run_episodes, run_name, validate)
 from ecab.runner.protocol import RunnerFailed
 from ecab.runs import RunFolder
@@ -171,10 +171,7 @@ def run_study(budgets: list[int], overrides: list[str], study: str | None = None
     """Run every budget, then write the study folder; returns the budget_study.json object."""
     configs = budget_configs(overrides, budgets)
     base = configs[0]
-    # A benchmark file is read (and any bad line refused) before the catalog is opened or built, as ecab.run does.
-    tasks = load_tasks(base) if base.benchmark.source == "file" else None
-    catalog = open_catalog(base)
-    tasks = tasks if tasks is not None else load_tasks(base, catalog)
+    tasks, catalog = tasks_and_catalog(base)      # the checks ecab.run makes (a file's targets in the catalog)
     pool = open_pool(base, catalog)
     done = []
     try:
