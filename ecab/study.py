@@ -2,7 +2,8 @@
 
 Every budget is a normal run of `python -m ecab.run` with `budget=<b>`: its own run folder (named by
 `ecab.run.run_name`, resumable like any run, locked while it runs, with its report.html), on one catalog and
-one task set loaded once. Then `runs/<study>/` (default `<model>-budget-study`, `--study` to name it) gets:
+one task set loaded once. Then `runs/<study>/` (default: the run name with the budgets in the budget's place, e.g.
+`heuristic-b10,25,50-generated-limit20-budget-study`, so studies never overwrite each other; `--study` to name it) gets:
 
 - budget_study.json: per budget the accuracy with its 95% interval (the run summary's: Wilson with one trial
   per task), rubric satisfaction, average tool calls, the share that used every call (cut off or recommending
@@ -23,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from ecab.config import ConfigError, EcabConfig, die, load_config, preflight
+from ecab.config import ConfigError, EcabConfig, die, load_config, naming, preflight
 from ecab.env.agent_protocol import EndpointRefused
 from ecab.reduce.budget import truncated_accuracy
 from ecab.reduce.plots import plot_accuracy_lines
@@ -52,15 +53,20 @@ def parse_args(argv: Sequence[str], default_runner: str = "local") -> tuple[list
               "benchmark.limit=50]")
     parser.add_argument("--budgets", default=DEFAULT_BUDGETS,
                         help=f"comma-separated call budgets (default {DEFAULT_BUDGETS})")
-    parser.add_argument("--study", default=None, help="study folder name under run.dir (default "
-                                                      "<model>-budget-study)")
+    parser.add_argument("--study", default=None, help="study folder name under run.dir (default: the run name "
+                                                      "with the budgets in the budget's place, then -budget-study)")
     known, overrides = parser.parse_known_args(list(argv))
     try:
         budgets = sorted({int(b) for b in known.budgets.split(",") if b.strip()})
     except ValueError:
         parser.error(f"--budgets: expected integers like 25,50,100, got {known.budgets!r}")
-    if not budgets or budgets[0] < 1:
+    if not budgets:
         parser.error("--budgets: give at least one positive budget")
+    if budgets[0] < 1:
+        parser.error(f"--budgets: every budget must be a positive number of calls, got {budgets[0]}")
+    if known.study is not None and (not known.study.strip() or known.study in (".", "..")
+                                    or any(sep in known.study for sep in ("/", "\\"))):
+        parser.error(f"--study: a folder name under run.dir, without / or .., got {known.study!r}")
     unknown = [o for o in overrides if o.startswith("-")]
     if unknown:
         parser.error(f"unknown option {unknown[0]} (Hydra overrides are key=value)")
@@ -183,7 +189,7 @@ def run_study(budgets: list[int], overrides: list[str], study: str | None = None
     largest_budget, largest_run = done[-1][0], done[-1][1]
     truncated = truncation_view(largest_run, budgets)
     result = {
-        "study": study or f"{base.model.name}-budget-study", "model": base.model.name, "budgets": budgets,
+        "study": study or naming.study_name(validate(load_config(overrides)), budgets), "model": base.model.name, "budgets": budgets,
         "largest_budget": largest_budget, "runs": [str(run_dir) for _, run_dir, _, _ in done],
         "interval_method": (done[0][2].get("variance") or {}).get("method"),
         "rows": [study_row(b, run_dir, summary, infra, truncated[b]) for b, run_dir, summary, infra in done],

@@ -49,10 +49,24 @@ def test_missing_targets_are_refused_before_the_run_folder(small_run_cache, task
     assert not runs.exists()
 
 
-def test_allow_missing_targets_runs_anyway(small_run_cache, task_files, tmp_path):
+def test_allow_missing_targets_runs_anyway_and_says_so(small_run_cache, task_files, tmp_path, capsys):
     summary = file_run(small_run_cache, tmp_path, task_files["mixed"], "model=oracle",
                        "benchmark.allow_missing_targets=true")
     assert summary["total_samples"] == 3
+    warned = [line for line in capsys.readouterr().out.splitlines() if line.startswith("warning:")]
+    assert any("1 of 3 tasks' targets are missing" in line and "running anyway" in line for line in warned)
+
+
+def test_the_budget_study_refuses_them_too(small_run_cache, task_files, tmp_path, capsys):
+    from ecab.study import main as study_main
+    runs = tmp_path / "runs"
+    with pytest.raises(SystemExit) as exit_info:
+        study_main(["--budgets", "2,5", *SMALL_RUN, f"cache_dir={small_run_cache}", f"run.dir={runs}",
+                    "benchmark=file", f"benchmark.path={task_files['mixed']}"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "1 of 3 tasks' targets are missing from catalog=synthetic" in err[0]
+    assert not runs.exists()
 
 
 def test_a_file_whose_targets_are_all_there_runs(small_run_cache, task_files, tmp_path):

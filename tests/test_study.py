@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SMALL_RUN
+from ecab.config import load_config, naming, parse
 from ecab.study import main, parse_args
 
 
@@ -79,9 +80,29 @@ def test_arguments():
     assert budgets == [10, 50] and study is None and overrides == ["runner=local", "model=oracle"]
     assert parse_args(["runner=ray"], default_runner="local")[2] == ["runner=ray"]
     assert parse_args([], default_runner="ray")[2] == ["runner=ray"]
-    for bad in (["--budgets", "x"], ["--budgets", "0"], ["budget=5"], ["--nope"]):
+    for bad in (["--budgets", "x"], ["--budgets", "0"], ["budget=5"], ["--nope"], ["--study", "../../etc"],
+                ["--study", ".."], ["--study", "a/b"]):
         with pytest.raises(SystemExit):
             parse_args(bad)
+
+
+def test_a_budget_of_zero_is_named(capsys):
+    with pytest.raises(SystemExit):
+        parse_args(["--budgets", "0,5"])
+    assert "every budget must be a positive number of calls, got 0" in capsys.readouterr().err
+
+
+def test_studies_of_other_budgets_models_or_task_sets_get_other_folders():
+    def name(budgets, *overrides):
+        return naming.study_name(parse(load_config(list(overrides))), budgets)
+    first = name([3, 7, 15], "model=heuristic", "benchmark.limit=8")
+    assert first == "heuristic-b3,7,15-generated-limit8-budget-study"
+    others = {name([5], "model=heuristic", "benchmark.limit=2"), name([3, 7, 15], "model=oracle", "benchmark.limit=8"),
+              name([3, 7, 15], "model=heuristic"), name([3, 7, 16], "model=heuristic", "benchmark.limit=8")}
+    assert first not in others and len(others) == 4
+    assert name([1, 2], "run.name=mine") == "mine-budget-study"
+    many = list(range(1, 40))
+    assert name(many).startswith("heuristic-b1,..,39,") and name(many) != name(many[:-1] + [41])
 
 
 def test_a_bad_override_is_one_error_line(capsys):

@@ -51,7 +51,21 @@ def run_name(cfg: EcabConfig) -> str:
     return cfg.run.name or default_run_name(cfg)
 
 
-def default_run_name(cfg: EcabConfig) -> str:
+def study_name(cfg: EcabConfig, budgets: Sequence[int]) -> str:
+    """A budget study's folder: `<run.name>-budget-study`, else the default run name with the budgets in the
+    budget's place (`heuristic-b10,25,50-generated-limit20-budget-study`), so two studies of different budgets,
+    models or task sets never share a folder. A list of budgets longer than MAX_SWEEP_VALUES is named by its ends
+    and a hash of the whole list."""
+    if cfg.run.name:
+        return f"{cfg.run.name}-budget-study"
+    text = ",".join(str(b) for b in budgets)
+    if len(text) > MAX_SWEEP_VALUES:
+        text = f"{budgets[0]},..,{budgets[-1]},{stable_hash(list(budgets))[:HASH_CHARS]}"
+    return f"{default_run_name(cfg, budget_text=text)}-budget-study"
+
+
+def default_run_name(cfg: EcabConfig, budget_text: str | None = None) -> str:
+    """`budget_text` stands for the budget in the base (a budget study names its budgets there)."""
     choices = group_choices(cfg)
     actual = flatten(identity_values(dataclasses.asdict(cfg)))
     defaults, links = _defaults(_composition(cfg, choices))
@@ -60,7 +74,7 @@ def default_run_name(cfg: EcabConfig) -> str:
     # a section from an option conf/ does not have (a user's own folder): in the hash only, as a whole
     diff = {k: v for k, v in diff.items() if k.split(".")[0] not in opaque}
     label, lossy = model_label(cfg, diff)
-    base = f"{label}-b{cfg.budget}-{safe(str(cfg.benchmark.name or cfg.benchmark.source))[0]}"
+    base = f"{label}-b{budget_text or cfg.budget}-{safe(str(cfg.benchmark.name or cfg.benchmark.source))[0]}"
     items: list[str] = []
     if choices["benchmark"] == "file":     # the file is the task set: always named (its stem, hashed)
         items.append(path_stem(str(cfg.benchmark.path)))

@@ -63,12 +63,13 @@ def test_a_budget_study_tabulates_every_budget_on_a_local_ray(small_run_cache, t
     runs = tmp_path / "runs"
     done = job("budget_study.py", "--budgets", "2,50", "model=oracle", "benchmark.limit=2", "runner.workers=1",
                *SMALL_RUN, f"run.dir={runs}", cache=small_run_cache)
-    study = json.loads((runs / "oracle-budget-study" / "budget_study.json").read_text(encoding="utf-8"))
+    folder = runs / "oracle-b2,50-generated-products600-n_per_intent2-limit2-budget-study"
+    study = json.loads((folder / "budget_study.json").read_text(encoding="utf-8"))
     rows = study["rows"]
     assert [r["budget"] for r in rows] == [2, 50] and all(r["episodes"] == 2 for r in rows)
     assert rows[0]["cap_reached_rate"] == 1.0 and rows[1]["accuracy"] == 1.0
     assert rows[1]["accuracy_ci"]["method"] == "wilson" and rows[1]["accuracy_ci"]["low"] < 1.0
-    assert "| 50 | 100.0% [" in (runs / "oracle-budget-study" / "budget_study.md").read_text(encoding="utf-8")
+    assert "| 50 | 100.0% [" in (folder / "budget_study.md").read_text(encoding="utf-8")
     small, large = (Path(run) for run in study["runs"])
     assert summary(small)["total_samples"] == 2 and summary(small)["budget"]["budget"] == 2
     assert summary(large)["overall_accuracy"] == 1.0
