@@ -560,7 +560,9 @@ if __name__ == "__main__":
         print(f"usage: python -m ecab.run [overrides]\n\n{what}\n\noverrides: Hydra key=value pairs; "
               "conf/config.yaml has every key and its comment. Hydra's help follows.\n")
     try:
-        sys.argv[1:] = preflight(sys.argv[1:])
+        # a sweep's jobs are validated up front (a missing key refused before the first job runs)
+        sweep = bool({"-m", "--multirun"} & set(sys.argv[1:]))
+        sys.argv[1:] = preflight(sys.argv[1:], check=validate if sweep else None)
     except ConfigError as exc:
         die(str(exc))
     main()

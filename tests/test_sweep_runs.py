@@ -64,18 +64,59 @@ def test_a_sweep_writes_one_folder_per_job_and_the_table(small_run_cache, tmp_pa
 
 
 @pytest.mark.slow
-def test_a_failing_job_leaves_the_others_table(small_run_cache, tmp_path):
+def test_a_job_that_cannot_run_stops_the_sweep_before_any_job(small_run_cache, tmp_path):
+    runs = tmp_path / "runs"
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}    # gpt-5's job cannot run: no key
+    done = sweep(small_run_cache, "model=oracle,gpt-5", "benchmark.limit=2", *SMALL_RUN, f"run.dir={runs}", env=env)
+    assert done.returncode == 2, (done.stdout + done.stderr)[-4000:]
+    errors = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1 and "model=gpt-5" in errors[0] and "OPENAI_API_KEY" in errors[0]
+    assert not runs.exists()            # oracle's job, listed first, never ran
+
+
+def mixed_task_file(cache: Path, path: Path) -> Path:
+    """Three tasks of the small benchmark, the first one's target replaced by a product the catalog lacks."""
+    from ecab.run import load_tasks, open_catalog
+    from ecab.schema import Task, write_tasks
+    cfg = load_config([*SMALL_RUN, f"cache_dir={cache}", "benchmark.limit=3"])
+    tasks = load_tasks(cfg, open_catalog(cfg))
+    broken = tasks[0].to_dict()
+    broken["target_product"] = {**broken["target_product"], "product_id": "NOT-IN-THE-CATALOG"}
+    write_tasks(path, [Task.from_dict(broken), *tasks[1:]])
+    return path
+
+
+@pytest.mark.slow
+def test_a_job_failing_at_run_time_leaves_the_others_and_a_row_in_the_table(small_run_cache, tmp_path):
+    runs = tmp_path / "runs"
+    tasks = mixed_task_file(small_run_cache, tmp_path / "mixed.jsonl")
+    # one job refuses the file (a target missing from the catalog), the other runs it anyway
+    swept = ["benchmark.allow_missing_targets=false,true", "model=oracle", "benchmark=file",
+             f"benchmark.path={tasks}", *SMALL_RUN, f"run.dir={runs}"]
+    done = sweep(small_run_cache, *swept)
+    assert done.returncode == 2, (done.stdout + done.stderr)[-4000:]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("ecab: error:")]
+    assert len(errors) == 1 and "job benchmark.allow_missing_targets=false" in errors[0].lower()   # Hydra: False
+    assert "1 job(s) failed, listed there" in done.stdout
+    table = runs / sweep_name(swept)
+    saved = json.loads((table / "sweep.json").read_text())
+    assert [r["status"] for r in saved["rows"]] == ["ok", "failed/unfinished"]
+    assert saved["failed_jobs"][0].lower().startswith("benchmark.allow_missing_targets=false")
+    assert "| failed/unfinished |" in (table / "sweep.md").read_text()
+
+
+@pytest.mark.slow
+def test_a_writer_of_the_older_signature_gets_the_finished_runs(small_run_cache, tmp_path):
     runs = tmp_path / "runs"
     (tmp_path / "double").mkdir()
     (tmp_path / "double" / "sweep_double.py").write_text(DOUBLE)
-    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}    # gpt-5's job fails: no key
-    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "double"), env.get("PYTHONPATH", "")])
-    swept = ["model=gpt-5,oracle", "benchmark.limit=2", *SMALL_RUN, f"run.dir={runs}"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "double"), os.environ.get("PYTHONPATH", "")])}
+    tasks = mixed_task_file(small_run_cache, tmp_path / "mixed.jsonl")
+    swept = ["benchmark.allow_missing_targets=false,true", "model=oracle", "benchmark=file",
+             f"benchmark.path={tasks}", *SMALL_RUN, f"run.dir={runs}"]
     done = sweep(small_run_cache, *swept, "hydra.callbacks.sweep_table.writer=sweep_double:write", env=env)
     assert done.returncode == 2, (done.stdout + done.stderr)[-4000:]
-    errors = [line for line in done.stderr.splitlines() if line.startswith("ecab: error:")]
-    assert len(errors) == 1 and "job model=gpt-5" in errors[0] and "OPENAI_API_KEY" in errors[0]
-    oracle = run_name(load_config([*SMALL_RUN, "model=oracle", "benchmark.limit=2"]))
     table = runs / sweep_name(swept)
-    assert [Path(p).name for p in json.loads((table / "double.json").read_text())] == [oracle]
-    assert {p.name for p in runs.iterdir()} == {oracle, table.name} and empty_folders(runs) == []
+    finished = [Path(p).name for p in json.loads((table / "double.json").read_text())]
+    assert len(finished) == 1 and {p.name for p in runs.iterdir()} == {finished[0], table.name}
+    assert empty_folders(runs) == []

@@ -15,7 +15,7 @@ import re
 import sys
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, NoReturn, Sequence, TypeVar
+from typing import Any, Callable, NoReturn, Sequence, TypeVar
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -266,12 +266,15 @@ def plain(value: Any) -> Any:
     return value
 
 
-def preflight(argv: Sequence[str], config_name: str = "config") -> list[str]:
+def preflight(argv: Sequence[str], config_name: str = "config",
+              check: Callable[[DictConfig], object] | None = None) -> list[str]:
     """Check command-line overrides before `@hydra.main` runs, so a bad one gives one clear line; returns the
     arguments for Hydra, with overrides of keys inside free-form sections as `++key=value` (compose_overrides).
 
     Hydra's own error for an unknown option is a multi-line dump. For a multirun sweep
-    (`model=a,b budget=25,50`) every value of every swept key is checked once.
+    (`model=a,b budget=25,50`) every value of every swept key is checked once. `check` (ecab.run's validate for a
+    sweep) is also given each of those configs, so what a job would refuse (a model's missing API key, a missing
+    benchmark file) stops the sweep before its first job runs, not after some jobs have.
     """
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
@@ -298,9 +301,13 @@ def preflight(argv: Sequence[str], config_name: str = "config") -> list[str]:
     # `+key=...` adds a key Hydra does not know; one the schema does not have either (`+modle=x`, a typo) is
     # refused here, with the hint, before any work (plug-ins' own keys: model.options.<key>=...)
     _refuse_unknown_keys(composed, "")
+    if check is not None:
+        check(load_config(search + base, config_name))
     for i, options in enumerate(choices):
         for option in options[1:]:
-            load_config(search + base[:i] + [option] + base[i + 1:], config_name)
+            cfg = load_config(search + base[:i] + [option] + base[i + 1:], config_name)
+            if check is not None:
+                check(cfg)
     # what Hydra's own composition (@hydra.main) is given: the free-form keys as `++key=value`
     return [f"++{a}" if "=" in a and not a.startswith(("+", "~")) and a.split("=", 1)[0] in forced else a
             for a in argv]

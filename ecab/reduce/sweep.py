@@ -85,6 +85,13 @@ def setting_value(config: dict[str, Any], key: str) -> Any:
 # The table
 # ---------------------------------------------------------------------------------------------------------
 
+def failed_job_row(overrides: str, varying: list[str]) -> dict[str, Any]:
+    """The row of a job that left no run folder (its config was refused): named by its overrides, its swept
+    settings read from them."""
+    given = dict(item.lstrip("+~").split("=", 1) for item in overrides.split() if "=" in item)
+    return {"name": overrides, "run": None, "status": FAILED, "settings": {k: given.get(k) for k in varying}}
+
+
 def sweep_rows(run_dirs: Sequence[Path]) -> tuple[list[str], list[dict[str, Any]]]:
     """(the varying settings, one row per run in the order given)."""
     configs = [read_config(d) for d in run_dirs]
@@ -230,13 +237,14 @@ def sweep_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_sweep_table(sweep_dir: Path, run_dirs: list[Path]) -> dict:
+def write_sweep_table(sweep_dir: Path, run_dirs: list[Path], failed_jobs: Sequence[str] = ()) -> dict:
     """Write sweep.json, sweep.md and sweep.png (when a run finished) into sweep_dir; returns the JSON
     object: {"runs", "varying_settings", "baseline", "baselines", "delta_method", "task_sets", "plot", "plot_setting",
     "rows"}."""
     sweep_dir, run_dirs = Path(sweep_dir), [Path(d) for d in run_dirs]
     sweep_dir.mkdir(parents=True, exist_ok=True)
     varying, rows = sweep_rows(run_dirs)
+    rows += [failed_job_row(job, varying) for job in failed_jobs]
     baseline = add_deltas(rows)
     finished = [Path(r["run"]) for r in rows if r["status"] == "ok"]
     try:
@@ -245,7 +253,7 @@ def write_sweep_table(sweep_dir: Path, run_dirs: list[Path]) -> dict:
         sets = {"same": None, "warning": f"warning: task sets not compared ({exc})"}
     x_key = numeric_setting(varying, rows)
     plot = plot_sweep(sweep_dir / PLOT, x_key, varying, rows) if x_key else plot_runs(sweep_dir / PLOT, rows)
-    result = {"runs": [str(d) for d in run_dirs], "varying_settings": varying,
+    result = {"runs": [str(d) for d in run_dirs], "failed_jobs": list(failed_jobs), "varying_settings": varying,
               "baseline": baseline["run"] if baseline else None,
               "baselines": list(dict.fromkeys(r["accuracy_delta"]["baseline"] for r in rows
                                               if "baseline" in r.get("accuracy_delta", {}))),
