@@ -186,6 +186,15 @@ class BenchmarkConfig(Section):
         if self.source == "file" and self.path is None:
             raise ConfigError("missing required config key 'benchmark.path' (set it on the command line: "
                               "benchmark.path=...)")
+        if self.ids is not None:
+            # exact tasks: a limit or shuffle beside them would be silently ignored (yet named in the run name)
+            if not self.ids:
+                raise ConfigError("benchmark.ids=[] selects no task: give task ids (benchmark.ids=[id1,id2]) or "
+                                  "leave it unset")
+            given = [k for k, on in (("limit", self.limit is not None), ("shuffle", self.shuffle)) if on]
+            if given:
+                raise ConfigError(f"benchmark.ids selects exact tasks, so benchmark.{given[0]} does not apply: "
+                                  f"unset one of them")
 
 
 # ----------------------------------------------------------------------------------------------- judge

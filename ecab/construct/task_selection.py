@@ -2,7 +2,7 @@
 (issue 29 item 4), decided here and nowhere else.
 
 - `ids=[...]`: exactly those tasks, in the given order; an id the benchmark lacks is one error naming it and
-  the file.
+  the file; with limit or shuffle it is refused when the config is parsed (config/schema.py), not ignored.
 - `shuffle=true`: the tasks in an order drawn from the run's `seed` (core/seeds.py), before the limit.
 - `limit=N`: N tasks spread evenly over the intents, round-robin over the intents in the order they first
   appear in the file (for a generated benchmark: construct.intents), each intent's tasks in file (or shuffled)

@@ -4,6 +4,7 @@ through load_tasks as every command reads a task set, and a limited run's smalle
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -97,15 +98,23 @@ def test_a_smaller_build_is_too_small_only_when_a_capped_intent_is_short(full):
     assert not needs_more(tasks, 20, built=N + 1)            # every intent ran out below the build: complete
 
 
+def test_ids_refuse_an_empty_list_and_a_limit_or_shuffle_they_would_ignore():
+    for overrides, says in ((["benchmark.ids=[]"], "benchmark.ids=[] selects no task"),
+                            (["benchmark.ids=[a]", "benchmark.limit=3"], "benchmark.limit does not apply"),
+                            (["benchmark.ids=[a]", "benchmark.shuffle=true"], "benchmark.shuffle does not apply")):
+        with pytest.raises(ConfigError, match=re.escape(says)):
+            parse(load_config(overrides))
+
+
 def test_selection_keys_parse_and_stay_out_of_an_unset_run_identity():
     from ecab.run import identity_of, redact, stable_hash
 
     def identity(*overrides):
         return identity_of(redact(dataclasses.asdict(parse(load_config(list(overrides))))))
 
-    cfg = parse(load_config(["benchmark.ids=[ecab_product_search_0001,ecab_review_driven_0003]",
-                             "benchmark.shuffle=true"]))
-    assert cfg.benchmark.ids == ["ecab_product_search_0001", "ecab_review_driven_0003"] and cfg.benchmark.shuffle
+    cfg = parse(load_config(["benchmark.ids=[ecab_product_search_0001,ecab_review_driven_0003]"]))
+    assert cfg.benchmark.ids == ["ecab_product_search_0001", "ecab_review_driven_0003"]
+    assert parse(load_config(["benchmark.shuffle=true"])).benchmark.shuffle
     plain = identity()
     # unset, they leave the config hash of runs recorded before them as it was (those runs resume)
     assert "ids" not in plain["benchmark"] and "shuffle" not in plain["benchmark"]
