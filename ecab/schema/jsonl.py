@@ -50,7 +50,8 @@ def iter_jsonl(path: str | Path, *, max_line_bytes: int | None = None) -> Iterat
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line, parse_constant=_refuse_constant)
+                # without its line ending: a line cut short would otherwise be reported at "column 1" of the next
+                obj = json.loads(line.rstrip("\r\n"), parse_constant=_refuse_constant)
             except json.JSONDecodeError as exc:
                 raise FormatError(f"malformed JSON: {exc.msg} (column {exc.colno})", path=path, line=lineno) from None
             except NonStandardNumber as exc:

@@ -118,6 +118,8 @@ def test_malformed_line_names_file_and_line(tmp_path, real_objects):
     good = real_objects()[0]
     err = _error(tmp_path, [good, "{not json"])
     assert err.line == 2 and "bad.jsonl:2" in str(err) and "malformed JSON" in str(err)
+    cut = _error(tmp_path, [good, '{"id": "bad", "user_query": '])      # a line cut short: where it stops
+    assert "(column 29)" in str(cut)
 
 
 def test_missing_required_field(tmp_path, real_objects):
