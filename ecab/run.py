@@ -271,6 +271,8 @@ def _prepare_locked(cfg: EcabConfig, tasks: list[Task], catalog, folder) -> None
     identity = identity_of(resolved)
     manifest = {
         "run_name": run_name(cfg),
+        # what the summary and the report call the model: an own endpoint's label, never the provider's name
+        "model": naming.run_model_label(cfg), "model_config": cfg.model.name,
         "config_hash": stable_hash(identity),
         "task_set_hash": stable_hash([t.to_dict() for t in tasks]),
         "catalog_fingerprint": getattr(catalog, "fingerprint", None),
@@ -456,7 +458,8 @@ def main_job(cfg: Config) -> dict:
     tasks, catalog = tasks_and_catalog(cfg)
     folder = prepare_folder(cfg, tasks, catalog)
     try:
-        print(f"ecab: {len(tasks)} tasks x {cfg.trials} trial(s), model={cfg.model.name}, budget={cfg.budget}, "
+        print(f"ecab: {len(tasks)} tasks x {cfg.trials} trial(s), model={naming.run_model_label(cfg)}, "
+              f"budget={cfg.budget}, "
               f"catalog={catalog.fingerprint[:12]} ({catalog.count()} products) -> {folder.path}")
         warn_if_no_sandbox()
         run_episodes(cfg, tasks, catalog, folder)

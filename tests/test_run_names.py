@@ -134,3 +134,26 @@ def test_the_simulator_filling_base_url_is_not_an_own_endpoint():
 def test_the_manifest_says_which_prices_the_cost_uses(overrides, expected):
     from ecab.run import agent_prices
     assert agent_prices(parse(load_config(overrides))) == expected
+
+
+@pytest.mark.parametrize("overrides", [
+    ["model=gpt-5"],
+    ["model=gpt-5", "model.base_url=http://127.0.0.1:18765/v1", "model.model_id=ecab-sim-heuristic"],
+    ["model=gpt-5", "model.base_url=http://my-vllm:8000/v1"],
+    ["model=gpt-5", "model.model_id=org/qwen3"],
+    ["model=sim"],
+    ["model=heuristic"],
+])
+def test_reports_name_the_model_as_the_run_name_does(overrides):
+    """summary.json's model, the report and the compare pages show the run name's model label, read back from
+    the config.yaml ecab.run writes (reduce/model_label.py): an own endpoint is never shown as plain gpt-5."""
+    import yaml
+    from omegaconf import OmegaConf
+
+    from ecab.reduce.model_label import config_label, run_model
+    cfg = parse(load_config(overrides))
+    written = yaml.safe_load(OmegaConf.to_yaml(OmegaConf.create(redact(dataclasses.asdict(cfg)))))
+    label = config_label(written)
+    assert label == naming.run_model_label(cfg) and run_name(cfg) == f"{label}-b100-generated"
+    assert run_model({}, written, "fallback") == (label, cfg.model.name)          # a run from before the manifest
+    assert run_model({"model": label, "model_config": cfg.model.name}, None) == (label, cfg.model.name)

@@ -19,7 +19,7 @@ from typing import Any, Awaitable, Callable
 
 from ecab.agents.base import tool_call_message
 from ecab.core.plugins import describe_exception
-from ecab.env.agent_protocol import AgentError, AgentTurn, InfraError, system_prompt
+from ecab.env.agent_protocol import AgentError, AgentTurn, InfraError, add_cost, system_prompt
 
 LoopRun = Callable[["ToolSession"], Awaitable[Any]]
 LOOP_ENDED = "The agent's loop ended without recommending a product."
@@ -80,15 +80,17 @@ class ToolSession:
             return content
 
     def report_usage(self, *, input_tokens: int = 0, output_tokens: int = 0, reasoning_tokens: int = 0,
-                     cost_usd: float = 0.0) -> None:
-        """Add what the agent's own model calls cost; it is recorded on the next tool call's step."""
+                     cost_usd: float | None = 0.0) -> None:
+        """Add what the agent's own model calls cost; it is recorded on the next tool call's step. A cost of
+        None is unknown (a model without prices): the episode's cost is then unknown, not $0."""
         self._usage["input_tokens"] += int(input_tokens)
         self._usage["output_tokens"] += int(output_tokens)
         self._usage["reasoning_tokens"] += int(reasoning_tokens)
-        self._usage["cost_usd"] += float(cost_usd)
+        self._usage["cost_usd"] = add_cost(self._usage["cost_usd"], None if cost_usd is None else float(cost_usd), 8)
 
     def take_usage(self) -> dict[str, Any]:
-        usage, self._usage = self._usage, {k: type(v)() for k, v in self._usage.items()}
+        usage = self._usage
+        self._usage = {"input_tokens": 0, "output_tokens": 0, "reasoning_tokens": 0, "cost_usd": 0.0}
         return usage
 
 

@@ -51,6 +51,17 @@ def run_name(cfg: EcabConfig) -> str:
     return cfg.run.name or default_run_name(cfg)
 
 
+def run_model_label(cfg: EcabConfig) -> str:
+    """The model part of the default run name (`gpt-5`, `gpt-5=qwen3@my-vllm-8000` for an own endpoint): what a
+    run's summary, report and compare pages call its model, so an own endpoint is never shown as the provider's."""
+    choices = group_choices(cfg)
+    if choices["model"] is None:        # a user's own model section: its name
+        return safe(cfg.model.name)[0]
+    actual = flatten(identity_values(dataclasses.asdict(cfg)))
+    defaults, links = _defaults(_composition(cfg, choices))
+    return model_label(cfg, difference(actual, defaults, links))[0]
+
+
 def study_name(cfg: EcabConfig, budgets: Sequence[int]) -> str:
     """A budget study's folder: `<run.name>-budget-study`, else the default run name with the budgets in the
     budget's place (`heuristic-b10,25,50-generated-limit20-budget-study`), so two studies of different budgets,

@@ -61,7 +61,12 @@ class AgentTurn:
     latency_s: float = 0.0
     retries: int = 0
     reasoning_trace: list[dict[str, Any]] = field(default_factory=list)
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0        # None: unknown (a model without a price table), never read as $0
+
+
+def add_cost(total: float | None, cost: float | None, digits: int = 6) -> float | None:
+    """A running cost plus one more: None (unknown) as soon as either is, so an unpriced call never adds $0."""
+    return None if total is None or cost is None else round(total + cost, digits)
 
 
 class Agent(Protocol):

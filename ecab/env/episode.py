@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ecab.env.agent_protocol import Agent, AgentError, InfraError, system_prompt
+from ecab.env.agent_protocol import Agent, AgentError, InfraError, add_cost, system_prompt
 from ecab.schema import Step, Task, Trajectory
 
 NO_TOOL_REMINDER = ("Do not answer directly. Continue by calling a tool if more evidence is needed, or call "
@@ -228,5 +228,5 @@ def _account(usage: dict[str, Any], reply) -> None:
     usage["input_tokens"] += reply.input_tokens
     usage["output_tokens"] += reply.output_tokens
     usage["reasoning_tokens"] += reply.reasoning_tokens
-    usage["cost_usd"] = round(usage["cost_usd"] + reply.cost_usd, 6)
+    usage["cost_usd"] = add_cost(usage["cost_usd"], reply.cost_usd)   # None once a reply's cost is unknown
     usage["retries"] += reply.retries

@@ -306,7 +306,7 @@ class LLMJudge:
         usage.retries += reply.log.count
         usage.input_tokens += reply.tokens.prompt
         usage.output_tokens += reply.tokens.completion
-        usage.cost_usd += reply.cost_usd
+        usage.cost_usd += reply.cost_usd or 0.0     # an unpriced judge model: as before, $0 (priced separately)
         return reply.content
 
     async def decide(self, system: str, user: str, rubric_ids: Sequence[str]) -> Decision:

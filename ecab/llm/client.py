@@ -87,7 +87,7 @@ class Reply:
 
     data: dict[str, Any]
     tokens: TokenUsage
-    cost_usd: float
+    cost_usd: float | None      # None: the model has no price table (the cost is unknown, not 0)
     latency_s: float        # the whole request, retry waits included
     log: RetryLog
     first_chunk_s: float | None = None   # streamed: from the last attempt's request to its first chunk

@@ -92,11 +92,13 @@ class ModelSettings:
             raise ConfigError(f"{self.config_key}.http_client must be one of {', '.join(HTTP_CLIENTS)}, "
                               f"got {self.http_client!r}")
 
-    def cost_usd(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> float:
-        """USD for one reply from the price table; cached prompt tokens at `cached_input` (else `input`)."""
+    def cost_usd(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> float | None:
+        """USD for one reply from the price table; cached prompt tokens at `cached_input` (else `input`). None
+        when there is no price table (an own endpoint without prices, `honest_prices`): the cost is unknown,
+        and $0 would read as free."""
         price = self.price_per_million
         if not price:
-            return 0.0
+            return None
         cached_price = price.get("cached_input", price.get("input", 0.0))
         fresh = max(prompt_tokens - cached_tokens, 0)
         dollars = (fresh * price.get("input", 0.0) + cached_tokens * cached_price

@@ -12,6 +12,7 @@ from typing import Any
 
 from ecab.reduce.audit import judge_agreement
 from ecab.reduce.budget import truncated_accuracy
+from ecab.reduce.model_label import folder_config, relabel, run_model
 from ecab.reduce.plots import render_run_plots
 from ecab.reduce.report import render_markdown
 from ecab.reduce.summary import summarize
@@ -43,7 +44,9 @@ def reduce_run(run_dir: str | Path, *, plots: bool = True) -> dict[str, Any]:
     run_dir = Path(run_dir)
     folder = RunFolder(run_dir)
     manifest, tasks, trajectories, judgements = folder.load()
-    model = _name(manifest, "model", next((t.model for t in trajectories if t.model), ""))
+    # the run name's model label (an own endpoint is never shown as the provider's model), the config name apart
+    model, model_config = run_model(manifest, folder_config(folder.config_path),
+                                    next((t.model for t in trajectories if t.model), ""))
     judge_model = _name(manifest, "judge_model", next((j.judge for j in judgements if j.judge), ""))
     others = folder.read_judge_verdicts()
     try:
@@ -52,8 +55,12 @@ def reduce_run(run_dir: str | Path, *, plots: bool = True) -> dict[str, Any]:
             extra["runner"] = manifest["runner_stats"]   # what the runner retried, re-queued or restarted
         if manifest.get("task_audit"):
             extra["task_audit"] = manifest["task_audit"]   # how hard the task set is (ecab.run writes it)
+        if model_config != model:
+            extra["model_config"] = model_config
         extra = extra or None
         summary = summarize(tasks, trajectories, judgements, model=model, judge_model=judge_model, extra=extra)
+        usage = summary["tokens_and_cost"]
+        usage["by_model"] = relabel(usage["by_model"], model_config, model)
         if manifest.get("agent_prices") == "unknown":   # an own endpoint without prices (ecab/run.py agent_prices)
             mark_cost_unknown(summary["tokens_and_cost"])
     except ValueError as exc:

@@ -20,6 +20,11 @@ def num(value: float | None, digits: int = 2) -> str:
     return str(value) if isinstance(value, int) else f"{value:.{digits}f}"
 
 
+def dollars(value: float | None) -> str:
+    """A cost in USD; None is a cost ecab could not price (reduce/usage.py), never $0."""
+    return "unknown" if value is None else f"{value:.6f}"
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
@@ -131,8 +136,8 @@ def ecab_sections(s: dict[str, Any]) -> list[str]:
               *[f"- {k}: {v}" for k, v in s["review_evidence_failures"].items()], "",
               "## Tokens & cost",
               *table(("", *tok["total"].keys()),
-                     [["total", *[num(v, 6) if k == "cost_usd" else v for k, v in tok["total"].items()]],
-                      ["mean per episode", *[num(v, 6 if k == "cost_usd" else 1)
+                     [["total", *[dollars(v) if k == "cost_usd" else v for k, v in tok["total"].items()]],
+                      ["mean per episode", *[dollars(v) if k == "cost_usd" else num(v, 1)
                                              for k, v in tok["mean_per_episode"].items()]]]),
               *([f"- Cost: {tok['cost']}"] if tok.get("cost") else []),
               "",

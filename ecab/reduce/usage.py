@@ -18,24 +18,39 @@ JUDGE_USAGE_KEYS = ("calls", "cache_hits", "input_tokens", "output_tokens", "cos
 # Tokens and cost
 # ---------------------------------------------------------------------------------------------------------
 
-def episode_usage(traj: Trajectory) -> dict[str, float]:
-    """Tokens and cost of one episode: `usage` when recorded, else the per-step token counts."""
-    usage = {k: traj.usage.get(k) if k in traj.usage else sum(getattr(s, k) for s in traj.steps)
-             for k in TOKEN_KEYS}
-    usage["cost_usd"] = traj.usage.get("cost_usd") or 0.0
-    return {k: float(v or 0) for k, v in usage.items()}
+def episode_usage(traj: Trajectory) -> dict[str, float | None]:
+    """Tokens and cost of one episode: `usage` when recorded, else the per-step token counts. The cost is None
+    when the trajectory records it as unknown (`cost_usd: null`: a model without a price table), 0 when absent."""
+    usage: dict[str, float | None] = {
+        k: float((traj.usage.get(k) if k in traj.usage else sum(getattr(s, k) for s in traj.steps)) or 0)
+        for k in TOKEN_KEYS}
+    cost = traj.usage.get("cost_usd", 0.0) if traj.usage else 0.0
+    usage["cost_usd"] = None if cost is None else float(cost or 0)
+    return usage
 
 
-def _usage_totals(usages: Sequence[dict[str, float]], keys: Sequence[str]) -> dict[str, Any]:
-    """{episodes, total, mean_per_episode} of per-episode usage dicts (cost in USD to 6 decimals)."""
-    totals = {k: 0.0 for k in keys}
+def _usage_totals(usages: Sequence[dict[str, Any]], keys: Sequence[str]) -> dict[str, Any]:
+    """{episodes, total, mean_per_episode} of per-episode usage dicts (cost in USD to 6 decimals). A cost of
+    None in any of them (unknown) makes the total and the mean None: an unknown cost is never summed as $0."""
+    totals: dict[str, float | None] = {k: 0.0 for k in keys}
     for usage in usages:
         for k in keys:
-            totals[k] += float(usage.get(k) or 0)
+            value = usage.get(k)
+            if k == "cost_usd" and k in usage and value is None:
+                totals[k] = None
+            elif totals[k] is not None:
+                totals[k] = (totals[k] or 0.0) + float(value or 0)
     n = len(usages)
-    as_number = {k: (round(v, 6) if k == "cost_usd" else int(v)) for k, v in totals.items()}
-    means = {k: (round(v / n, 6) if k == "cost_usd" else round4(v / n)) if n else 0.0 for k, v in totals.items()}
-    return {"episodes": n, "total": as_number, "mean_per_episode": means}
+
+    def total(k: str, v: float | None) -> float | int | None:
+        return None if v is None else round(v, 6) if k == "cost_usd" else int(v)
+
+    def mean(k: str, v: float | None) -> float | None:
+        if v is None:
+            return None
+        return (round(v / n, 6) if k == "cost_usd" else round4(v / n)) if n else 0.0
+    return {"episodes": n, "total": {k: total(k, v) for k, v in totals.items()},
+            "mean_per_episode": {k: mean(k, v) for k, v in totals.items()}}
 
 
 def episode_model(e: Episode) -> str:
@@ -53,9 +68,13 @@ def tokens_and_cost(episodes: Sequence[Episode]) -> dict[str, Any]:
     judged = [e.judgement.extras["judge_usage"] for e in episodes
               if e.judgement is not None and isinstance(e.judgement.extras.get("judge_usage"), dict)]
     out["judge"] = _usage_totals(judged, JUDGE_USAGE_KEYS)
+    if out["total"]["cost_usd"] is None:     # an episode recorded its cost as unknown (no price table)
+        out["cost"] = COST_UNPRICED
     return out
 
 
+COST_UNPRICED = ("unknown: some episodes' model had no price table, so their cost is unknown "
+                 "(model.price_per_million.input=..., output=... gives one)")
 COST_UNKNOWN = ("unknown: the agent's endpoint or model id differs from its YAML and no prices were given "
                 "(model.price_per_million.input=..., output=...)")
 

@@ -30,15 +30,19 @@ def outcome_label(e: Episode) -> str:
     return {True: "correct", False: "wrong", None: "unscored"}[e.outcome.correct]
 
 
-def episode_row(e: Episode) -> list[Any]:
+def episode_row(e: Episode, models: dict[str, str] | None = None, *, cost_unknown: bool = False) -> list[Any]:
+    """The episode list's row. `models`: {config name: label} (the run's model as its name shows it,
+    reduce/model_label.py); `cost_unknown`: the run had no prices for its agent, so its cost is None, not $0."""
     failed = [r for r in e.rubrics if r.satisfied is False]
     usage = episode_usage(e.traj)
-    tokens = int(usage["input_tokens"] + usage["output_tokens"])
-    return [e.task.id, int(e.traj.unit.get("trial", 0) or 0), episode_model(e), e.task.intent_category,
+    tokens = int((usage["input_tokens"] or 0) + (usage["output_tokens"] or 0))
+    cost = None if cost_unknown or usage["cost_usd"] is None else round(usage["cost_usd"], 6)
+    model = episode_model(e)
+    return [e.task.id, int(e.traj.unit.get("trial", 0) or 0), (models or {}).get(model, model), e.task.intent_category,
             e.task.target_product.main_category or "(none)", outcome_label(e), bool(e.exact), e.traj.termination,
             e.traj.total_tool_calls, e.traj.ask_user_calls, e.traj.get_profile_calls, len(failed), len(e.rubrics),
             sorted({r.source for r in failed}), sorted({r.type for r in failed}), tokens,
-            round(usage["cost_usd"], 6), round(e.traj.wall_s, 3), e.traj.recommended_id]
+            cost, round(e.traj.wall_s, 3), e.traj.recommended_id]
 
 
 def _verdicts(e: Episode, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -67,9 +71,10 @@ def _judgement_view(judgement: Judgement | None) -> dict[str, Any] | None:
             "runtime_error": judgement.runtime_error, "error": judgement.error_message}
 
 
-def episode_detail(e: Episode, system_prompts: dict[str, int]) -> dict[str, Any]:
+def episode_detail(e: Episode, system_prompts: dict[str, int], *, cost_unknown: bool = False) -> dict[str, Any]:
     """The episode page's data. The system prompt (one text for a whole run, usually) is stored once per
-    run: `system_prompts` maps each distinct text to its number."""
+    run: `system_prompts` maps each distinct text to its number. `cost_unknown`: the run had no prices for its
+    agent, so the usage's cost is None (a run recorded before costs could be None stored $0)."""
     timeline = build_timeline(e.traj, e.task)
     system = timeline.pop("system")
     traj = e.traj
@@ -81,7 +86,7 @@ def episode_detail(e: Episode, system_prompts: dict[str, int]) -> dict[str, Any]
         "predicted": traj.predicted_product_id,
         "reasoning": traj.reasoning,
         "error": traj.error,
-        "usage": traj.usage,
+        "usage": {**traj.usage, "cost_usd": None} if cost_unknown and "cost_usd" in traj.usage else traj.usage,
         "attempts": traj.attempts,
         "judgement": _judgement_view(e.judgement),
         "verdicts": _verdicts(e, timeline["steps"]),

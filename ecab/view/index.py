@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from ecab.reduce.model_label import run_model
 from ecab.runs import RunFolder
 from ecab.view.live import source_files
 from ecab.view.status import config_of, run_status
@@ -82,7 +83,7 @@ def run_row(run_dir: Path) -> dict[str, Any]:
     config = config_of(folder)
     status = run_status(folder)
     summary = (folder.read_summary() or {}) if status.finished else {}
-    model = summary.get("model") or (config.get("model") or {}).get("name") or manifest.get("model") or ""
+    model = summary.get("model") or run_model(manifest, config)[0]   # the run name's label, not the bare config name
     budget = (summary.get("budget") or {}).get("budget") or config.get("budget") or ""
     return {"run": folder.path.name, "model": str(model), "budget": str(budget),
             "tasks": str(manifest.get("n_tasks", "")), "accuracy [95% CI]": _accuracy(summary),

@@ -16,6 +16,7 @@ from typing import Any
 
 from ecab.reduce.compare import load_summary
 from ecab.reduce.episodes import Episode
+from ecab.reduce.model_label import run_model
 from ecab.runs import RunFolder
 from ecab.schema import FormatError, Judgement, Task
 from ecab.view import products, run_page
@@ -119,16 +120,23 @@ def load_run(path: str | Path, *, catalog_dir: str | Path | None = None) -> Load
     config_text, config = _config(folder)
     catalog = Path(catalog_dir) if catalog_dir else products.catalog_path(config, manifest)
     records, product_source = _recommended_products(episodes, catalog)
+    # the run name's model label (reduce/model_label.py), also over a summary reduced before it named it so
+    model, model_config = run_model(manifest, config, next((e.traj.model for e in episodes if e.traj.model), ""))
+    if summary is not None and summary.get("model") not in (None, "", model_config):
+        model, model_config = summary["model"], summary.get("model_config") or model_config
+    elif summary is not None and model != summary.get("model"):
+        summary = {**summary, "model": model}
+    cost_unknown = manifest.get("agent_prices") == "unknown"   # an own endpoint without prices (reduce/usage.py)
     prompts: dict[str, int] = {}
     details = []
     for e in episodes:
-        detail = episode_detail(e, prompts)
+        detail = episode_detail(e, prompts, cost_unknown=cost_unknown)
         pid = e.traj.recommended_id
         detail["recommended_product"] = (records.get(pid) or products.from_tool_results(e.traj, pid)) if pid else None
         details.append(detail)
-    rows = [episode_row(e) for e in episodes]
+    rows = [episode_row(e, {model_config: model}, cost_unknown=cost_unknown) for e in episodes]
     if summary is None:     # in progress: what the recorded episodes already say, no summary yet
-        summary = {"model": manifest.get("model") or next((e.traj.model for e in episodes if e.traj.model), None)}
+        summary = {"model": model or None}
         cards, tables = run_page.progress_cards(status, rows), run_page.progress_tables(rows)
         plots: list[dict[str, str]] = []
     else:

@@ -96,14 +96,23 @@ def _element(element_id: str | None, encoding: str, body: str, **attrs: Any) -> 
     return f'<script type="application/x-ecab"{ident} data-enc="{encoding}"{extra}>{body}</script>'
 
 
+COMPARE_JOIN = "-vs-"
+
+
 def compare_name(run_dirs: Sequence[Path]) -> str:
-    """compare-<a>-vs-<b>[-vs-...].html: named by its runs, so comparing other runs never overwrites it. A
-    long name, or runs from different folders (two runs/x could then share a name), ends in a hash of the
-    runs' full paths instead."""
-    names = [re.sub(r"[^A-Za-z0-9_.=@+-]+", "_", Path(d).resolve().name) for d in run_dirs]
-    stem = "compare-" + "-vs-".join(names)
+    """compare-<a>-vs-<b>[-vs-...].html: named by its runs, so comparing other runs never overwrites it. The
+    name ends in a hash of the runs' full paths instead when it is long, when the runs are in different
+    folders (two runs/x could then share a name), and when the runs cannot be read back from it: a run name
+    with `-vs-` in it or at its edge (runs p-vs-q and r, and p and q-vs-r, would both be p-vs-q-vs-r), or one
+    whose characters had to be replaced."""
+    raw = [Path(d).resolve().name for d in run_dirs]
+    names = [re.sub(r"[^A-Za-z0-9_.=@+-]+", "_", name) for name in raw]
+    joined = COMPARE_JOIN.join(names)
+    stem = "compare-" + joined
     parents = {Path(d).resolve().parent for d in run_dirs}
-    if len(stem) > COMPARE_NAME_MAX or len(parents) > 1:
+    # every "-vs-" of the joined name (overlapping ones too) must be one of the joins, else it has two readings
+    ambiguous = len(re.findall(f"(?={re.escape(COMPARE_JOIN)})", joined)) != len(names) - 1 or names != raw
+    if len(stem) > COMPARE_NAME_MAX or len(parents) > 1 or ambiguous:
         digest = hashlib.sha1("\n".join(str(Path(d).resolve()) for d in run_dirs).encode()).hexdigest()[:10]
         stem = stem[:COMPARE_NAME_MAX - len(digest) - 1] + "-" + digest
     return stem + ".html"

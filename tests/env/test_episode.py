@@ -185,3 +185,29 @@ def test_local_runner_checkpoints_every_episode_with_the_loaded_heap_frozen(real
     assert all(lines >= n for n, (_, lines) in enumerate(seen, start=1))   # its own record is already there
     assert gc.get_freeze_count() == before
     assert len(folder.latest_trajectories()) == len(units)
+
+
+class PricedReplay(ReplayAgent):
+    """Replays turns, each with the cost its model's price table gave (None: no price table)."""
+
+    def __init__(self, messages, costs):
+        super().__init__(messages)
+        self.costs = list(costs)
+
+    async def act(self, messages, tools):
+        turn = await super().act(messages, tools)
+        turn.cost_usd = self.costs.pop(0)
+        return turn
+
+
+@pytest.mark.parametrize("costs,expected", [([0.25, 0.5], 0.75), ([0.25, None], None), ([None, 0.25], None)])
+def test_an_episode_with_an_unpriced_reply_records_its_cost_as_unknown(real_tasks, targets_catalog, costs,
+                                                                      expected):
+    """A reply whose cost is unknown (an own endpoint without prices) makes the episode's usage.cost_usd None,
+    never the $0 the report showed as $0.000000."""
+    task = real_tasks[0]
+    agent = PricedReplay([call("get_user_profile", {}, "c1"),
+                          call("recommend_product", {"product_id": task.target_product.product_id}, "c2")], costs)
+    traj = asyncio.run(run_episode(task, agent, ToolBox(targets_catalog, task), EpisodeSettings(budget=5),
+                                   unit={"task_id": task.id}))
+    assert traj.termination == "recommended" and traj.usage["cost_usd"] == expected

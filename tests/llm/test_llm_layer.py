@@ -86,3 +86,15 @@ def test_the_model_layer_and_the_simulator_import_no_stage(package):
             continue
         staged = sorted(name for name in _imports(path) if name.startswith(STAGES))
         assert staged == [], f"{path.relative_to(ECAB.parent)} imports {staged}"
+
+
+def test_a_model_without_a_price_table_costs_unknown_not_zero():
+    """An own endpoint without prices (settings.py honest_prices) has no price table: a reply's cost is None
+    (unknown), and a running total with one such reply stays unknown (env/agent_protocol.py add_cost)."""
+    from ecab.env.agent_protocol import add_cost
+    from ecab.llm.settings import ModelSettings
+    unpriced = ModelSettings(name="gpt-5", model_id="ecab-sim-heuristic", base_url="http://127.0.0.1:18765/v1")
+    assert unpriced.cost_usd(1000, 100) is None
+    priced = unpriced.replace(price_per_million={"input": 1.0, "output": 2.0})
+    assert priced.cost_usd(1_000_000, 1_000_000) == 3.0
+    assert add_cost(0.0, None) is None and add_cost(None, 1.0) is None and add_cost(1.0, 2.0) == 3.0

@@ -683,3 +683,56 @@ def test_the_report_opens_with_the_run_s_warnings():
     cards = headline({"warnings": [NO_TOOL_CALLS_WARNING], "overall_accuracy": 0.0})
     assert cards[0] == {"label": "warning", "value": "read this first", "note": NO_TOOL_CALLS_WARNING}
     assert all(card["label"] != "warning" for card in headline({"warnings": [], "overall_accuracy": 0.0}))
+
+
+OWN_ENDPOINT = ("model:\n  name: gpt-5\n  model_id: ecab-sim-heuristic\n  base_url: http://127.0.0.1:18765/v1\n")
+OWN_LABEL = "gpt-5=ecab-sim-heuristic@127.0.0.1-18765"
+
+
+def own_endpoint_run():
+    tasks, trajectories, judgements = make_run()
+    for record in [*trajectories, *judgements]:
+        record.unit["model"] = "gpt-5"          # the units carry the config name (ecab/run.py make_units)
+    for traj in trajectories:
+        traj.model = "gpt-5"
+    return tasks, trajectories, judgements
+
+
+def test_an_own_endpoint_is_shown_as_its_run_name_shows_it_never_as_the_providers_model(tmp_path):
+    """model=gpt-5 pointed at an own endpoint: the run folder is gpt-5=<model_id>@<host-port>-..., so the summary
+    (model, by_model, summary.md) says the same label, and keeps the config name apart under model_config."""
+    run_dir = write_run_folder(tmp_path, own_endpoint_run())
+    (run_dir / "config.yaml").write_text(OWN_ENDPOINT, encoding="utf-8")
+    summary = reduce_run(run_dir)
+    assert summary["model"] == OWN_LABEL and summary["model_config"] == "gpt-5"
+    assert list(summary["tokens_and_cost"]["by_model"]) == [OWN_LABEL]
+    assert f"- Model: `{OWN_LABEL}`" in (run_dir / "summary.md").read_text(encoding="utf-8")
+    saved = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    assert saved["model"] == OWN_LABEL and saved["model_config"] == "gpt-5"
+
+
+def test_the_providers_own_model_keeps_its_plain_name_and_a_manifest_label_wins(tmp_path):
+    run_dir = write_run_folder(tmp_path, own_endpoint_run())
+    (run_dir / "config.yaml").write_text("model:\n  name: gpt-5\n  model_id: gpt-5\n  base_url: null\n",
+                                         encoding="utf-8")
+    summary = reduce_run(run_dir)
+    assert summary["model"] == "gpt-5" and "model_config" not in summary
+    assert list(summary["tokens_and_cost"]["by_model"]) == ["gpt-5"]
+    folder = RunFolder(run_dir)     # a manifest that names the label (ecab/run.py) is read as it is
+    folder.write_manifest({**folder.read_manifest(), "model": "gpt-5@x-1", "model_config": "gpt-5"})
+    summary = reduce_run(run_dir)
+    assert summary["model"] == "gpt-5@x-1" and list(summary["tokens_and_cost"]["by_model"]) == ["gpt-5@x-1"]
+
+
+def test_an_unpriced_episode_makes_the_summed_cost_unknown_never_zero(tmp_path):
+    """A trajectory whose cost is unknown (usage.cost_usd null: a model without a price table) makes every total
+    and mean it is part of unknown, even beside priced episodes and without the manifest's agent_prices."""
+    tasks, trajectories, judgements = make_run()
+    trajectories[0].usage = {**trajectories[0].usage, "cost_usd": None}
+    summary = reduce_run(write_run_folder(tmp_path, (tasks, trajectories, judgements)))
+    tok = summary["tokens_and_cost"]
+    assert tok["total"]["cost_usd"] is None and tok["mean_per_episode"]["cost_usd"] is None
+    assert tok["by_model"]["m"]["total"]["cost_usd"] is None and tok["cost"].startswith("unknown")
+    assert tok["total"]["input_tokens"] == 1000 + 900 + 500      # the tokens still add up
+    md = (tmp_path / "runs" / "small" / "summary.md").read_text(encoding="utf-8")
+    assert "| total | 2400 | 340 | 50 | unknown |" in md

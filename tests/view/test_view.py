@@ -244,6 +244,21 @@ def test_a_second_compare_does_not_overwrite_the_first(view_runs, tmp_path):
     assert compare_name([study / "a", tmp_path / "other" / "b"]) != "compare-a-vs-b.html"   # folders differ
 
 
+def test_compare_names_of_different_runs_never_coincide(tmp_path):
+    """Run names with -vs- in them (or at their edge) could be split two ways: p-vs-q + r and p + q-vs-r both
+    joined to compare-p-vs-q-vs-r.html, the second page overwriting the first. They are hashed apart; names
+    changed by the character filter too (`a b` and `a_b`). The common case keeps its readable name."""
+    study = tmp_path / "study"
+    pairs = [("p-vs-q", "r"), ("p", "q-vs-r"), ("a-vs", "b"), ("a", "vs-b"), ("a b", "c"), ("a_b", "c")]
+    names = [compare_name([study / x, study / y]) for x, y in pairs]
+    assert len(set(names)) == len(names)
+    assert all(n.startswith("compare-") and n.endswith(".html") for n in names)
+    assert compare_name([study / "p-vs-q", study / "r"]) == compare_name([study / "p-vs-q", study / "r"])
+    assert compare_name([study / "a-vs", study / "c"]) != "compare-a-vs-vs-c.html"   # read two ways
+    assert compare_name([study / "a_b", study / "c-vs"]) == "compare-a_b-vs-c-vs.html"   # read one way
+    assert compare_name([study / "gpt-5-b10", study / "gpt-5=m@h-1-b10"]) == "compare-gpt-5-b10-vs-gpt-5=m@h-1-b10.html"
+
+
 def test_failed_rubrics_name_the_step_that_consulted_their_source(heuristic):
     """Each rubric's `learn` names the step where its source was consulted (the first search for the query,
     the first profile read, the ask_user that revealed its slot) by turn, the episode page's jump target."""
@@ -302,3 +317,26 @@ def test_a_cost_ecab_could_not_price_reads_unknown_not_free():
                                    "mean_per_episode": {"cost_usd": None}, "by_model": {}}}
     table = run_page.tokens_and_cost(summary)
     assert "unknown" in str(table) and "$0" not in str(table)
+
+
+def test_an_own_endpoint_run_shows_its_label_and_unknown_costs(view_runs, tmp_path):
+    """A run whose model section points at an own endpoint without prices: the report's model, its episode rows
+    and its provenance say the run name's label, never the bare config name, and each episode's cost is None
+    (the page says "cost unknown"), not $0, even for a run recorded when costs were stored as 0."""
+    run_dir = copy_run(view_runs["heuristic"], tmp_path / "own")
+    # recorded before manifests named the model: the label comes from config.yaml's model section
+    (run_dir / "config.yaml").write_text("model:\n  name: gpt-5\n  model_id: x\n  base_url: http://h:1/v1\n",
+                                         encoding="utf-8")
+    folder = RunFolder(run_dir)
+    manifest = {k: v for k, v in folder.read_manifest().items() if k not in ("model", "model_config")}
+    folder.write_manifest({**manifest, "agent_prices": "unknown"})
+    (run_dir / "summary.json").unlink()
+    loaded = load_run(run_dir)
+    label = "gpt-5=x@h-1"
+    assert loaded.main["model"] == loaded.summary["model"] == label
+    assert ["model", label] in loaded.main["provenance"]
+    columns = loaded.main["columns"]
+    rows = [dict(zip(columns, row)) for row in loaded.main["rows"]]
+    assert all(r["cost"] is None for r in rows)      # (the rows' model: the trajectories', heuristic here)
+    assert all(d["usage"]["cost_usd"] is None for d in loaded.details if "cost_usd" in d["usage"])
+    assert any("cost_usd" in d["usage"] for d in loaded.details)

@@ -447,7 +447,7 @@
     const usage = d.usage || {};
     app.appendChild(h("div", { class: "muted" }, [`intent ${row.intent}`, `${row.calls} tool calls`, `${row.asks} ask_user`,
       `${row.profile_reads} profile reads`, `tokens ${usage.input_tokens || 0} in / ${usage.output_tokens || 0} out`,
-      `cost $${fmtNum(usage.cost_usd || 0, 6)}`, `${fmtNum(row.wall_s, 2)} s`, d.attempts > 1 ? `${d.attempts} attempts` : null]
+      usage.cost_usd === null ? "cost unknown" : `cost $${fmtNum(usage.cost_usd || 0, 6)}`, `${fmtNum(row.wall_s, 2)} s`, d.attempts > 1 ? `${d.attempts} attempts` : null]
       .filter(Boolean).join(" · ")));
     if (d.error) app.appendChild(h("div", { class: "err box" }, "episode error: " + d.error));
     app.appendChild(verdictBox(d, row));
