@@ -195,8 +195,10 @@ def test_a_reply_that_keeps_sending_is_cut_by_neither_the_idle_nor_the_total_tim
 
 # ------------------------------------------------------------------------------------------- (c) a stall is retried
 
+@pytest.mark.parametrize("blocking", [False, True], ids=["async", "blocking-twin"])
 @pytest.mark.parametrize("stall_after", [0, 2], ids=["before-the-first-chunk", "between-chunks"])
-def test_a_stalled_stream_is_a_retried_timeout_naming_idle_timeout_s(stall_after):
+def test_a_stalled_stream_is_a_retried_timeout_naming_idle_timeout_s(stall_after, blocking):
+    """The async client and its blocking twin report a stall alike."""
     events = [chunk({"role": "assistant"}), chunk({"content": "half"}), chunk({"content": " done"}), chunk({}, "stop")]
 
     async def handle(request, n):
@@ -205,7 +207,7 @@ def test_a_stalled_stream_is_a_retried_timeout_naming_idle_timeout_s(stall_after
     async def scenario():
         async with sse_endpoint(handle) as (url, bodies):
             with pytest.raises(ChatError) as caught:
-                await ask(settings(url, idle_timeout_s=0.5, max_attempts=2))
+                await (ask_blocking if blocking else ask)(settings(url, idle_timeout_s=0.5, max_attempts=2))
             return caught.value, bodies
 
     error, bodies = run(scenario)
@@ -344,24 +346,6 @@ def test_the_blocking_twin_streams_too_and_a_steady_reply_is_not_cut():
     reply, bodies = run(scenario)
     assert bodies[0]["stream"] is True and reply.content == "".join(pieces) and reply.attempts == 1
     assert reply.tokens.prompt == 11 and reply.first_chunk_s is not None
-
-
-@pytest.mark.parametrize("stall_after", [0, 2], ids=["before-the-first-chunk", "between-chunks"])
-def test_the_blocking_twin_reports_a_stall_as_the_async_client_does(stall_after):
-    events = [chunk({"role": "assistant"}), chunk({"content": "half"}), chunk({"content": " done"}), chunk({}, "stop")]
-
-    async def handle(request, n):
-        return await send_events(request, events, stall_after=stall_after, stall_s=2.0)
-
-    async def scenario():
-        async with sse_endpoint(handle) as (url, bodies):
-            with pytest.raises(ChatError) as caught:
-                await ask_blocking(settings(url, idle_timeout_s=0.5, max_attempts=2))
-            return caught.value, bodies
-
-    error, bodies = run(scenario)
-    assert error.kind == UNAVAILABLE and error.attempts == 2 and len(bodies) == 2
-    assert error.detail == "IdleTimeoutError: no data for 0.5 s (model.idle_timeout_s)"
 
 
 # ------------------------------------------------------------------------------------- the assembler on its own
