@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ecab.core.process_env import configure_process_env
+from ecab.core.worker_start import refuse_in_starting_worker
 
 
 @dataclass
@@ -70,6 +71,7 @@ def evaluate(overrides: Sequence[str] | Mapping[str, Any] | None = None, *, repo
              **keys: Any) -> RunResult:
     """Compose the config (conf/ plus `overrides`), run every episode, judge and reduce; the run folder is
     the one `python -m ecab.run` with the same overrides writes (and resumes)."""
+    refuse_in_starting_worker("ecab.evaluate")    # an unguarded script re-run by a worker would deadlock
     configure_process_env()
     from ecab.config import load_config
     from ecab.run import main_job, run_name

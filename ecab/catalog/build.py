@@ -24,6 +24,7 @@ from ecab.catalog.onnx_encoder import encoder_exported
 from ecab.catalog.sources import CatalogConfigError, catalog_source, register_catalog_source
 from ecab.catalog.writer import build_catalog
 from ecab.config import CatalogConfig, ConfigError, group_options, section
+from ecab.core.worker_start import refuse_in_starting_worker
 
 __all__ = ["CatalogConfigError", "register_catalog_source", "catalog_config", "catalog_dir", "catalog_fingerprint", "ensure_catalog",
            "fingerprint_inputs", "iter_source", "ray_build_options"]
@@ -132,6 +133,7 @@ def ensure_catalog(cfg: CatalogLike, cache_dir: str | os.PathLike, *, mode: str 
                    progress: bool = True) -> Catalog:
     """Open the catalog for `cfg` (the typed `catalog` section; a mapping is typed first), building it first if
     it is not cached."""
+    refuse_in_starting_worker("building or opening the catalog")   # else: waits on its parent's lock
     cfg = catalog_config(cfg)
     fingerprint = catalog_fingerprint(cfg)
     out = Path(cache_dir).expanduser() / "catalogs" / fingerprint

@@ -24,6 +24,7 @@ from ecab.construct.pipeline import construct
 from ecab.construct.settings import construct_settings
 from ecab.construct.task_selection import needs_more, per_intent_needed
 from ecab.core.build_temp import make_temp_dir
+from ecab.core.worker_start import refuse_in_starting_worker
 from ecab.schema import read_tasks
 
 CODE_FILES = ("construct", "judge/rules.py", "core/rubric_checks.py", "core/rubric_types.py", "core/text.py",
@@ -68,6 +69,7 @@ def ensure_benchmark(cfg: Any, catalog: CatalogReader, cache_dir: str | Path, *,
     (benchmark.limit, no ids, no shuffle) builds only the tasks per intent its stratified selection reaches,
     unless the full benchmark is cached already (limited_build).
     """
+    refuse_in_starting_worker("building or opening the benchmark")   # else: waits on its parent's lock
     n = construct_settings(cfg).n_per_intent
     k = limited_per_intent(cfg)
     if k is None or k >= n or _cached(cfg, catalog, cache_dir, None) is not None:

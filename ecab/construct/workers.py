@@ -12,6 +12,7 @@ import multiprocessing
 import os
 import sys
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Callable
 
 from ecab.catalog.base import CatalogReader
@@ -104,23 +105,50 @@ class WorkerPool:
         # Submitting starts the process now, so its interpreter start-up and imports overlap the scan.
         self.ready: list[Future] = [ex.submit(_worker_pid) for ex in self.executors]
         self.busy = [0] * n
+        self.gone: set[int] = set()      # workers whose process exited while starting: never given work
 
     def attach(self, snapshot_path: str | None, opener: Callable[[], CatalogReader] | None,
                knowledge: CatalogKnowledge) -> None:
         """Queue the catalog hand-over; a worker counts as ready once it has run."""
-        self.ready = [ex.submit(_attach_catalog, snapshot_path, opener, knowledge) for ex in self.executors]
+        self.ready = [self._submit_or_failed(ex, _attach_catalog, snapshot_path, opener, knowledge)
+                      for ex in self.executors]
+
+    @staticmethod
+    def _submit_or_failed(executor: ProcessPoolExecutor, fn: Callable, *args) -> Future:
+        """The submitted call, or (the worker's process already gone) a future holding that failure."""
+        try:
+            return executor.submit(fn, *args)
+        except BrokenProcessPool as exc:
+            failed: Future = Future()
+            failed.set_exception(exc)
+            return failed
+
+    def _lost(self, k: int) -> None:
+        """Worker k's process exited while starting (e.g. a user's script that every spawned process re-runs:
+        core/worker_start.py, whose line says why). Workers only add throughput, so the build goes on
+        without it."""
+        if k not in self.gone:
+            self.gone.add(k)
+            print(f"warning: construction worker {k + 1} exited while starting; building without it",
+                  file=sys.stderr, flush=True)
 
     def starting(self) -> list[Future]:
         return [f for f in self.ready if not f.done()]
 
     def free_worker(self) -> int | None:
-        """The least busy ready worker with room in its queue (a failed start-up raises here)."""
+        """The least busy ready worker with room in its queue (one whose process died starting is left out;
+        any other start-up failure raises here)."""
         free = []
         for k, ready in enumerate(self.ready):
-            if ready.done():
+            if k in self.gone or not ready.done():
+                continue
+            try:
                 ready.result()
-                if self.busy[k] < WORKER_DEPTH:
-                    free.append(k)
+            except BrokenProcessPool:
+                self._lost(k)
+                continue
+            if self.busy[k] < WORKER_DEPTH:
+                free.append(k)
         return min(free, key=lambda k: (self.busy[k], k)) if free else None
 
     def submit(self, k: int, intent: str, index: int, product_id: str) -> Future:
