@@ -4,6 +4,7 @@ singling out the target, on a tiny LanceDB catalog whose products differ from th
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 from conftest import AUDIT_OPINION, AUDIT_PRODUCTS, all_products
 from ecab.construct.load_bearing import TaskAudit, audit_products
@@ -204,7 +205,9 @@ def test_construction_writes_the_audit_and_a_run_reads_it(small_catalog, tmp_pat
 
 def test_reduce_shows_the_audit_of_the_run_manifest(tmp_path):
     import json
+    import sys
 
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reduce"))   # tests/reduce is not a package
     from test_reduce import make_run, write_run_folder
 
     from ecab.construct.validity import headline_record
