@@ -5,6 +5,8 @@ than the run's files.
 
 The runs are the ones the folder's sweep.json lists under "runs" (paths as written: absolute, or relative to
 the sweep folder or to the working directory), else every subfolder that is a run folder (has a manifest).
+Above them, the folder's sweep tables and budget studies (subfolders holding sweep.md or budget_study.md), each
+linking to its table and plot, so a folder of a researcher's runs shows its summaries first.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from ecab.view.status import config_of, run_status
 
 INDEX = "index.html"
 SWEEP = "sweep.json"
+TABLES = (("sweep", "sweep.md", "sweep.png"), ("budget study", "budget_study.md", "budget_study.png"))
 COLUMNS = ("run", "model", "budget", "tasks", "accuracy [95% CI]", "status")
 
 
@@ -58,6 +61,28 @@ def runs_of(folder: str | Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_dir() and is_run_folder(p)) if folder.is_dir() else []
 
 
+def tables_of(folder: Path) -> list[tuple[str, Path, Path | None]]:
+    """(kind, table, plot or None) of every sweep table and budget study in `folder`'s subfolders, by name."""
+    found = []
+    for sub in sorted(p for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []:
+        for kind, table, plot in TABLES:
+            if (sub / table).is_file():
+                found.append((kind, sub / table, sub / plot if (sub / plot).is_file() else None))
+    return found
+
+
+def render_tables(folder: Path, tables: list[tuple[str, Path, Path | None]]) -> str:
+    """The list of sweep tables and budget studies, links relative to `folder` (empty when there are none)."""
+    if not tables:
+        return ""
+    items = []
+    for kind, table, plot in tables:
+        link = html.escape(os.path.relpath(table, folder))
+        plot_link = f' · <a href="{html.escape(os.path.relpath(plot, folder))}">plot</a>' if plot else ""
+        items.append(f'<li>{html.escape(kind)}: <a href="{link}">{html.escape(table.parent.name)}</a>{plot_link}</li>')
+    return f'<h2>Sweeps and budget studies</h2><ul id="tables">{"".join(items)}</ul><h2>Runs</h2>'
+
+
 def report_is_stale(run_dir: Path) -> bool:
     """No report.html, or one older than a file it is read from."""
     folder = RunFolder(run_dir)
@@ -90,8 +115,9 @@ def run_row(run_dir: Path) -> dict[str, Any]:
             "status": status.text(), "report": folder.report_path}
 
 
-def render_index(title: str, rows: list[dict[str, Any]], links: list[str]) -> str:
-    """The page: a plain table (no script), each run's name linking to its entry of `links`."""
+def render_index(title: str, rows: list[dict[str, Any]], links: list[str], tables: str = "") -> str:
+    """The page: a plain table (no script), each run's name linking to its entry of `links`; `tables`, the
+    sweep tables' and studies' list (render_tables), above it."""
     head = "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS)
     body = []
     for row, link in zip(rows, links):
@@ -106,7 +132,7 @@ def render_index(title: str, rows: list[dict[str, Any]], links: list[str]) -> st
 table {{ border-collapse: collapse; }} th, td {{ border: 1px solid #dde2e7; padding: 3px 8px; text-align: left; }}
 th {{ background: #eef1f5; }} tr.running td {{ background: #fff8e1; }} .muted {{ color: #68717c; }}</style>
 </head><body><h1>Runs in {html.escape(title)}</h1>
-<p class="muted">{len(rows)} run(s) · generated {time.strftime("%Y-%m-%d %H:%M:%S")}</p>
+<p class="muted">{len(rows)} run(s) · generated {time.strftime("%Y-%m-%d %H:%M:%S")}</p>{tables}
 <table id="runs"><thead><tr>{head}</tr></thead><tbody>
 {chr(10).join(body)}
 </tbody></table></body></html>
@@ -149,7 +175,8 @@ def write_index(folder: str | Path, *, build: Callable[[Path], Any] | None = Non
             (build or (lambda d: write_report([d])))(run_dir)
     rows = index_rows(run_dirs)
     target = folder / INDEX
-    write_atomic(target, render_index(str(folder), rows, [os.path.relpath(r["report"], folder) for r in rows]))
+    write_atomic(target, render_index(str(folder), rows, [os.path.relpath(r["report"], folder) for r in rows],
+                                      render_tables(folder, tables_of(folder))))
     return target, run_dirs
 
 

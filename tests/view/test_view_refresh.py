@@ -72,6 +72,11 @@ def test_an_index_of_a_folder_of_runs(view_runs, tmp_path, capsys):
     (study / "random" / "report.html").unlink(missing_ok=True)   # a missing report is built
     running, trajectories = in_progress(view_runs["heuristic"], study / "running", 3)
     (study / "notes").mkdir()                                  # not a run folder: not listed
+    (study / "sweep-model=a,b").mkdir()                        # a sweep's table and a budget study: linked above
+    (study / "sweep-model=a,b" / "sweep.md").write_text("# Sweep\n", encoding="utf-8")
+    (study / "m-b5,10-budget-study").mkdir()
+    for name in ("budget_study.md", "budget_study.png"):
+        (study / "m-b5,10-budget-study" / name).write_bytes(b"x")
     assert view_main([str(study)]) == 0
     assert f"wrote {study / 'index.html'} (3 runs)" in capsys.readouterr().out
     page = (study / "index.html").read_text(encoding="utf-8")
@@ -85,6 +90,10 @@ def test_an_index_of_a_folder_of_runs(view_runs, tmp_path, capsys):
         "heuristic", "100", str(RunFolder(study / "heuristic").read_manifest()["n_tasks"]),
         f"{summary['overall_accuracy'] * 100:.1f}% [{ci['low'] * 100:.1f}, {ci['high'] * 100:.1f}]", "finished"]
     assert rows["running"][-1] == f"in progress: 3 of {len(trajectories)} episodes" and rows["running"][4] == "n/a"
+    tables = page.split('<ul id="tables">')[1].split("</ul>")[0]
+    assert tables.index("m-b5,10-budget-study") < tables.index("sweep-model=a,b")        # by folder name
+    assert 'href="sweep-model=a,b/sweep.md"' in tables and "sweep.png" not in tables     # no plot: no link
+    assert 'href="m-b5,10-budget-study/budget_study.png">plot</a>' in tables
 
     server, url = start_index(study)                         # --serve: the index, and each run's report live
     try:
