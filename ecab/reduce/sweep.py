@@ -86,8 +86,8 @@ def setting_value(config: dict[str, Any], key: str) -> Any:
 # ---------------------------------------------------------------------------------------------------------
 
 def failed_job_row(overrides: str, varying: list[str]) -> dict[str, Any]:
-    """The row of a job that left no run folder (its config was refused): named by its overrides, its swept
-    settings read from them."""
+    """The row of a job that failed before writing a run folder (one error line, e.g. its file's targets missing
+    from the catalog): named by its overrides, its swept settings read from them."""
     given = dict(item.lstrip("+~").split("=", 1) for item in overrides.split() if "=" in item)
     return {"name": overrides, "run": None, "status": FAILED, "settings": {k: given.get(k) for k in varying}}
 
