@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from typing import Iterator
 
 import pytest
 
@@ -26,3 +27,12 @@ def require_working(box: Sandbox) -> Sandbox:
 
 def new_box(limits: SandboxLimits | None = None, **options) -> Sandbox:
     return require_working(Sandbox(limits, **options))
+
+
+def open_box(limits: SandboxLimits | None = None, **options) -> Iterator[Sandbox]:
+    """A working sandbox for a fixture to `yield from`, closed when the fixture's scope ends."""
+    box = new_box(limits, **options)
+    try:
+        yield box
+    finally:
+        box.close()

@@ -15,14 +15,12 @@ import pytest
 
 from ecab.env import sandbox as sb
 from ecab.env.sandbox import ForbiddenCode, Sandbox, SandboxLimits, check_code
-from sandbox_support import new_box
+from sandbox_support import new_box, open_box
 
 
 @pytest.fixture(scope="module")
 def box():
-    sandbox = new_box()
-    yield sandbox
-    sandbox.close()
+    yield from open_box()
 
 
 def test_math_import_prints(box):

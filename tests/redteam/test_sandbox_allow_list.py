@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "env"))
-from sandbox_support import new_box  # noqa: E402  (tests/env is not a package)
+from sandbox_support import open_box  # noqa: E402  (tests/env is not a package)
 
 from ecab.env import isolation  # noqa: E402
 from ecab.env.sandbox import SandboxLimits  # noqa: E402
@@ -23,18 +23,14 @@ EPERM = 1
 
 @pytest.fixture(scope="module")
 def guarded():
-    box = new_box()
-    yield box
-    box.close()
+    yield from open_box()
 
 
 @pytest.fixture(scope="module")
 def unguarded():
     if isolation.call_filter_program()[0] is None:
         pytest.skip(isolation.call_filter_program()[1])
-    box = new_box(SandboxLimits(max_processes=8), python_guard=False)
-    yield box
-    box.close()
+    yield from open_box(SandboxLimits(max_processes=8), python_guard=False)
 
 
 def loader() -> str:

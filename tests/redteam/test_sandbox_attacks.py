@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "env"))
-from sandbox_support import new_box  # noqa: E402  (tests/env is not a package)
+from sandbox_support import open_box  # noqa: E402  (tests/env is not a package)
 
 from ecab.env.sandbox import SandboxLimits, _Jail, _result_from_reply  # noqa: E402
 
@@ -23,17 +23,13 @@ CAP = SandboxLimits().max_output_chars
 
 @pytest.fixture(scope="module")
 def guarded():
-    box = new_box()
-    yield box
-    box.close()
+    yield from open_box()
 
 
 @pytest.fixture(scope="module")
 def unguarded():
     # A few processes allowed, so that an attack can fork and wait for what it ran.
-    box = new_box(SandboxLimits(max_processes=8), python_guard=False)
-    yield box
-    box.close()
+    yield from open_box(SandboxLimits(max_processes=8), python_guard=False)
 
 
 # --- item 3: error text capped like output; replies reported as what they are ----------------------------
